@@ -1,6 +1,51 @@
 //! `cargo xtask`: repository tasks.
+//!
+//! - `bench-render`: regenerates the README benchmark table from `bench-results/`.
+//! - `bench-verify`: fails when a result file breaks the schema, when the README table is
+//!   not what `bench-render` would write, or when a table row cites a missing file.
+
+mod bench;
+mod render;
+mod schema;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+fn repo_root() -> PathBuf {
+    // xtask lives one level below the root.
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
+}
 
 fn main() {
-    eprintln!("usage: cargo xtask <bench-render|bench-verify>");
-    std::process::exit(2);
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("bench-render") => bench::render_readme(&repo_root()).map(|changed| {
+            if changed {
+                println!("README.md benchmark table updated");
+            } else {
+                println!("README.md benchmark table already up to date");
+            }
+        }),
+        Some("bench-verify") => bench::verify(&repo_root()).map(|n| {
+            println!("bench-verify: {n} result file(s) valid, README table up to date");
+        }),
+        _ => usage(),
+    };
+    if let Err(err) = result {
+        eprintln!("error: {err:#}");
+        std::process::exit(1);
+    }
+}
+
+fn usage() -> Result<()> {
+    bail!("usage: cargo xtask <bench-render|bench-verify>")
+}
+
+/// Reads a file to a string, naming it on failure.
+fn read(path: &Path) -> Result<String> {
+    std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
 }

@@ -1,0 +1,157 @@
+use std::path::Path;
+
+use super::*;
+
+fn sample(engine: &str, threads: u32, median: f64) -> serde_json::Value {
+    serde_json::json!({
+        "schema": "lacuna.bench.v1",
+        "engine": {"name": engine, "version": "0.1.0", "build": "avx512vnni"},
+        "repo_commit": "c3a643f",
+        "date": "2026-11-30T06:00:00Z",
+        "machine": {"id": "test-box", "cpu_model": "Test CPU", "cores": 2, "threads": threads,
+                    "simd": ["avx2", "avx512vnni"], "ram_bytes": 25769803776u64, "gpu": null},
+        "model": {"id": "llada-8b-shape-4l-q4km", "architecture": "llada", "layers": 4,
+                  "d_model": 4096, "heads": 32, "kv_heads": 32, "ffn": 12288, "vocab": 126464,
+                  "quant": "Q4_K_M", "file_bytes": 1900000000u64, "synthetic": true},
+        "workload": {"kind": "forward", "prompt_tokens": 160, "gen_tokens": 0,
+                     "steps": null, "block_length": null, "sampler": null},
+        "figures": {"runs": 5, "step_ms": {"median": median, "min": median * 0.9, "max": median * 1.1},
+                    "forward_tokens_per_s": 160.0 / median * 1000.0,
+                    "generated_tokens_per_s": null, "startup_s": null, "peak_rss_bytes": null}
+    })
+}
+
+fn repo(files: &[(&str, serde_json::Value)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, value) in files {
+        let path = dir.path().join("bench-results/test-box").join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, serde_json::to_string_pretty(value).unwrap()).unwrap();
+    }
+    std::fs::write(
+        dir.path().join("README.md"),
+        format!("# Title\n\n{BEGIN}\nstale\n{END}\n\nRest of the README.\n"),
+    )
+    .unwrap();
+    dir
+}
+
+fn readme(root: &Path) -> String {
+    std::fs::read_to_string(root.join("README.md")).unwrap()
+}
+
+#[test]
+fn render_then_verify_passes_and_keeps_the_rest_of_the_readme() {
+    let dir = repo(&[
+        ("lacuna-t2.json", sample("lacuna", 2, 400.0)),
+        ("llama-t1.json", sample("llama.cpp", 1, 2700.0)),
+        ("llama-t2.json", sample("llama.cpp", 2, 1300.0)),
+    ]);
+    assert!(
+        verify(dir.path()).is_err(),
+        "stale table must fail before rendering"
+    );
+    assert!(render_readme(dir.path()).unwrap());
+    assert!(
+        !render_readme(dir.path()).unwrap(),
+        "second render is a no-op"
+    );
+    assert_eq!(verify(dir.path()).unwrap(), 3);
+    let text = readme(dir.path());
+    assert!(text.starts_with("# Title\n"));
+    assert!(text.ends_with("\n\nRest of the README.\n"));
+    // llama.cpp's best thread count (2) is the one compared: 1300 / 400.
+    assert!(text.contains("| 3.25× |"), "{text}");
+    assert!(text.contains("1300.0 (2 thr, avx512vnni)"), "{text}");
+    assert!(text.contains("[llama-t1](bench-results/test-box/llama-t1.json)"));
+}
+
+#[test]
+fn a_hand_edited_number_is_drift() {
+    let dir = repo(&[
+        ("lacuna.json", sample("lacuna", 2, 400.0)),
+        ("llama.json", sample("llama.cpp", 2, 1300.0)),
+    ]);
+    render_readme(dir.path()).unwrap();
+    let edited = readme(dir.path()).replace("400.0 (2 thr", "300.0 (2 thr");
+    std::fs::write(dir.path().join("README.md"), edited).unwrap();
+    let err = verify(dir.path()).unwrap_err().to_string();
+    assert!(err.contains("run `cargo xtask bench-render`"), "{err}");
+    assert!(err.contains("300.0"), "{err}");
+    render_readme(dir.path()).unwrap();
+    verify(dir.path()).unwrap();
+}
+
+#[test]
+fn a_row_citing_a_missing_file_fails() {
+    let dir = repo(&[("lacuna.json", sample("lacuna", 2, 400.0))]);
+    render_readme(dir.path()).unwrap();
+    std::fs::remove_file(dir.path().join("bench-results/test-box/lacuna.json")).unwrap();
+    let err = verify(dir.path()).unwrap_err().to_string();
+    assert!(
+        err.contains("bench-results/test-box/lacuna.json, which does not exist"),
+        "{err}"
+    );
+}
+
+#[test]
+fn schema_errors_name_file_and_field() {
+    let mut v = sample("lacuna", 2, 400.0);
+    v["figures"]["step_ms"]["median"] = serde_json::json!("fast");
+    let dir = repo(&[("bad.json", v)]);
+    let err = verify(dir.path()).unwrap_err().to_string();
+    assert!(
+        err.contains("bench-results/test-box/bad.json: field `figures.step_ms.median`"),
+        "{err}"
+    );
+
+    let mut v = sample("lacuna", 2, 400.0);
+    v["figures"]["step_ms"]["min"] = serde_json::json!(500.0);
+    let dir = repo(&[("bad.json", v)]);
+    let err = verify(dir.path()).unwrap_err().to_string();
+    assert!(
+        err.contains("field `figures.step_ms`: needs min <= median <= max"),
+        "{err}"
+    );
+
+    let mut v = sample("lacuna", 2, 400.0);
+    v["machine"]["id"] = serde_json::json!("other-box");
+    let dir = repo(&[("bad.json", v)]);
+    let err = verify(dir.path()).unwrap_err().to_string();
+    assert!(err.contains("does not match its folder"), "{err}");
+
+    let mut v = sample("lacuna", 2, 400.0);
+    v.as_object_mut()
+        .unwrap()
+        .insert("speedup".into(), serde_json::json!(9));
+    let dir = repo(&[("bad.json", v)]);
+    let err = verify(dir.path()).unwrap_err().to_string();
+    assert!(err.contains("unknown field `speedup`"), "{err}");
+
+    let mut v = sample("lacuna", 2, 400.0);
+    v["workload"]["kind"] = serde_json::json!("generate");
+    let dir = repo(&[("bad.json", v)]);
+    let err = verify(dir.path()).unwrap_err().to_string();
+    assert!(err.contains("field `workload.gen_tokens`"), "{err}");
+}
+
+#[test]
+fn raw_data_below_a_machine_folder_must_be_json_but_is_not_rendered() {
+    let dir = repo(&[("lacuna.json", sample("lacuna", 2, 400.0))]);
+    let raw = dir.path().join("bench-results/test-box/kernels");
+    std::fs::create_dir_all(&raw).unwrap();
+    std::fs::write(raw.join("gemm.json"), r#"{"anything": [1, 2]}"#).unwrap();
+    render_readme(dir.path()).unwrap();
+    assert_eq!(verify(dir.path()).unwrap(), 1);
+    std::fs::write(raw.join("gemm.json"), "{not json").unwrap();
+    let err = format!("{:#}", verify(dir.path()).unwrap_err());
+    assert!(err.contains("kernels/gemm.json: not valid JSON"), "{err}");
+}
+
+#[test]
+fn no_results_renders_an_honest_placeholder() {
+    let dir = repo(&[]);
+    render_readme(dir.path()).unwrap();
+    assert!(readme(dir.path()).contains("_No benchmark results yet._"));
+    assert_eq!(verify(dir.path()).unwrap(), 0);
+}

@@ -83,6 +83,9 @@ ggml_types! {
     TQ1_0 = 34, "tq1_0", QK_K, 54;
     TQ2_0 = 35, "tq2_0", QK_K, 66;
     MXFP4 = 39, "mxfp4", 32, 17;
+    NVFP4 = 40, "nvfp4", 64, 36;
+    Q1_0 = 41, "q1_0", 128, 18;
+    Q2_0 = 42, "q2_0", 64, 18;
 }
 
 impl GgmlType {

@@ -1,0 +1,213 @@
+//! Byte-level entry points keyed by [`GgmlType`], for callers that hold raw tensor bytes
+//! (the GGUF reader, the CLI, tests of the fast kernels). Blocks are read with unaligned
+//! loads, so any byte slice works; lengths are checked and reported as [`Error`]s.
+
+use half::{bf16, f16};
+
+use crate::block::{QuantBlock, QuantizeBlock, VecDotBlock, check_len};
+use crate::iq4::{BlockIQ4NL, BlockIQ4XS};
+use crate::kquants::{BlockQ2K, BlockQ3K, BlockQ4K, BlockQ5K, BlockQ6K, BlockQ8K};
+use crate::legacy::{BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1, BlockQ8_0, BlockQ8_1};
+use crate::{Error, GgmlType};
+
+/// Expands `$mac!(QK, Block)` for the arm of `$ty` in the given list of
+/// `Variant => QK, Block` rows; other types evaluate `$none`.
+macro_rules! dispatch {
+    ($ty:expr, $mac:ident, $none:expr; $($v:ident => $qk:literal, $b:ty;)*) => {
+        match $ty {
+            $(GgmlType::$v => $mac!($qk, $b),)*
+            _ => $none,
+        }
+    };
+}
+
+/// The types with a block implementation (dequantization), as `dispatch!` rows.
+macro_rules! all_blocks {
+    ($ty:expr, $mac:ident, $none:expr) => {
+        dispatch!($ty, $mac, $none;
+            F32 => 1, f32; F16 => 1, f16; BF16 => 1, bf16;
+            Q4_0 => 32, BlockQ4_0; Q4_1 => 32, BlockQ4_1; Q5_0 => 32, BlockQ5_0;
+            Q5_1 => 32, BlockQ5_1; Q8_0 => 32, BlockQ8_0; Q8_1 => 32, BlockQ8_1;
+            Q2_K => 256, BlockQ2K; Q3_K => 256, BlockQ3K; Q4_K => 256, BlockQ4K;
+            Q5_K => 256, BlockQ5K; Q6_K => 256, BlockQ6K; Q8_K => 256, BlockQ8K;
+            IQ4_NL => 32, BlockIQ4NL; IQ4_XS => 256, BlockIQ4XS;
+        )
+    };
+}
+
+/// The types with a reference quantizer.
+macro_rules! quant_blocks {
+    ($ty:expr, $mac:ident, $none:expr) => {
+        dispatch!($ty, $mac, $none;
+            F32 => 1, f32; F16 => 1, f16; BF16 => 1, bf16;
+            Q4_0 => 32, BlockQ4_0; Q4_1 => 32, BlockQ4_1; Q5_0 => 32, BlockQ5_0;
+            Q5_1 => 32, BlockQ5_1; Q8_0 => 32, BlockQ8_0; Q8_1 => 32, BlockQ8_1;
+            Q2_K => 256, BlockQ2K; Q3_K => 256, BlockQ3K; Q4_K => 256, BlockQ4K;
+            Q5_K => 256, BlockQ5K; Q6_K => 256, BlockQ6K; Q8_K => 256, BlockQ8K;
+        )
+    };
+}
+
+/// The types with a scalar dot product.
+macro_rules! dot_blocks {
+    ($ty:expr, $mac:ident, $none:expr) => {
+        dispatch!($ty, $mac, $none;
+            F32 => 1, f32; F16 => 1, f16; BF16 => 1, bf16;
+            Q4_0 => 32, BlockQ4_0; Q4_1 => 32, BlockQ4_1; Q5_0 => 32, BlockQ5_0;
+            Q5_1 => 32, BlockQ5_1; Q8_0 => 32, BlockQ8_0;
+            Q2_K => 256, BlockQ2K; Q3_K => 256, BlockQ3K; Q4_K => 256, BlockQ4K;
+            Q5_K => 256, BlockQ5K; Q6_K => 256, BlockQ6K;
+            IQ4_NL => 32, BlockIQ4NL; IQ4_XS => 256, BlockIQ4XS;
+        )
+    };
+}
+
+/// Number of blocks in `n` elements of `ty`, or [`Error::PartialBlock`].
+fn blocks_of(ty: GgmlType, n: usize) -> Result<usize, Error> {
+    let block = ty.block_size();
+    if n % block == 0 {
+        Ok(n / block)
+    } else {
+        Err(Error::PartialBlock { ty, n, block })
+    }
+}
+
+fn read_block<B: bytemuck::Pod>(ty: GgmlType, chunk: &[u8]) -> Result<B, Error> {
+    bytemuck::try_pod_read_unaligned(chunk).map_err(|_| Error::LengthMismatch {
+        ty,
+        what: "block",
+        unit: "bytes",
+        expected: size_of::<B>(),
+        found: chunk.len(),
+    })
+}
+
+/// Dequantizes one row: `src` holds `dst.len()` elements of type `ty` (ggml's
+/// `to_float`). Bit-exact with ggml's `dequantize_row_*`.
+pub fn dequantize_row(ty: GgmlType, src: &[u8], dst: &mut [f32]) -> Result<(), Error> {
+    let nb = blocks_of(ty, dst.len())?;
+    check_len(ty, "source", "bytes", nb * ty.type_size(), src.len())?;
+    macro_rules! run {
+        ($qk:literal, $b:ty) => {{
+            for (chunk, out) in src
+                .chunks_exact(ty.type_size())
+                .zip(dst.chunks_exact_mut($qk))
+            {
+                let b: $b = read_block(ty, chunk)?;
+                let out: &mut [f32; $qk] = out.try_into().map_err(|_| Error::PartialBlock {
+                    ty,
+                    n: nb * $qk,
+                    block: $qk,
+                })?;
+                QuantBlock::<$qk>::dequantize(&b, out);
+            }
+            Ok(())
+        }};
+    }
+    all_blocks!(
+        ty,
+        run,
+        Err(Error::Unsupported {
+            ty,
+            op: "dequantize"
+        })
+    )
+}
+
+/// Quantizes one row of `src.len()` floats into `dst` with ggml's reference quantizer
+/// (`quantize_row_*_ref`, no importance matrix), bit-exact.
+pub fn quantize_row(ty: GgmlType, src: &[f32], dst: &mut [u8]) -> Result<(), Error> {
+    let nb = blocks_of(ty, src.len())?;
+    check_len(ty, "destination", "bytes", nb * ty.type_size(), dst.len())?;
+    macro_rules! run {
+        ($qk:literal, $b:ty) => {
+            quantize_into::<$qk, $b>(src, dst)
+        };
+    }
+    quant_blocks!(ty, run, Err(Error::Unsupported { ty, op: "quantize" }))
+}
+
+/// Scalar dot product of `n` elements: `x` of type `ty`, `y` of type
+/// [`vec_dot_type`]`(ty)` (ggml's `vec_dot`).
+pub fn vec_dot(ty: GgmlType, n: usize, x: &[u8], y: &[u8]) -> Result<f32, Error> {
+    let Some(yt) = vec_dot_type(ty) else {
+        return Err(Error::Unsupported { ty, op: "vec_dot" });
+    };
+    let nb = blocks_of(ty, n)?;
+    check_len(ty, "lhs", "bytes", nb * ty.type_size(), x.len())?;
+    check_len(yt, "rhs", "bytes", nb * yt.type_size(), y.len())?;
+    macro_rules! run {
+        ($qk:literal, $b:ty) => {
+            dot_bytes::<$qk, $b>(ty, yt, x, y)
+        };
+    }
+    dot_blocks!(ty, run, Err(Error::Unsupported { ty, op: "vec_dot" }))
+}
+
+/// The activation format ggml multiplies `ty` weights with (`vec_dot_type` in ggml's CPU
+/// type traits), for the types that have a scalar `vec_dot` here.
+pub const fn vec_dot_type(ty: GgmlType) -> Option<GgmlType> {
+    use GgmlType as T;
+    match ty {
+        T::F32 | T::F16 | T::BF16 => Some(ty),
+        T::Q4_0 | T::Q5_0 | T::Q8_0 | T::IQ4_NL => Some(T::Q8_0),
+        T::Q4_1 | T::Q5_1 => Some(T::Q8_1),
+        T::Q2_K | T::Q3_K | T::Q4_K | T::Q5_K | T::Q6_K | T::IQ4_XS => Some(T::Q8_K),
+        _ => None,
+    }
+}
+
+/// Whether [`dequantize_row`] supports `ty`.
+pub fn can_dequantize(ty: GgmlType) -> bool {
+    macro_rules! yes {
+        ($qk:literal, $b:ty) => {
+            true
+        };
+    }
+    all_blocks!(ty, yes, false)
+}
+
+/// Whether [`quantize_row`] supports `ty`.
+pub fn can_quantize(ty: GgmlType) -> bool {
+    macro_rules! yes {
+        ($qk:literal, $b:ty) => {
+            true
+        };
+    }
+    quant_blocks!(ty, yes, false)
+}
+
+fn quantize_into<const QK: usize, B: QuantizeBlock<QK>>(
+    src: &[f32],
+    dst: &mut [u8],
+) -> Result<(), Error> {
+    for (xs, chunk) in src
+        .chunks_exact(QK)
+        .zip(dst.chunks_exact_mut(size_of::<B>()))
+    {
+        let xs: &[f32; QK] = xs.try_into().map_err(|_| Error::PartialBlock {
+            ty: B::TYPE,
+            n: src.len(),
+            block: QK,
+        })?;
+        chunk.copy_from_slice(bytemuck::bytes_of(&B::quantize(xs)));
+    }
+    Ok(())
+}
+
+fn dot_bytes<const QK: usize, B: VecDotBlock<QK>>(
+    ty: GgmlType,
+    yt: GgmlType,
+    x: &[u8],
+    y: &[u8],
+) -> Result<f32, Error> {
+    let xs = x
+        .chunks_exact(size_of::<B>())
+        .map(|c| read_block::<B>(ty, c))
+        .collect::<Result<Vec<_>, _>>()?;
+    let ys = y
+        .chunks_exact(size_of::<B::Rhs>())
+        .map(|c| read_block::<B::Rhs>(yt, c))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(B::vec_dot_blocks(&xs, &ys))
+}

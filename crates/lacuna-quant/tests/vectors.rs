@@ -1,0 +1,86 @@
+//! Bit-exactness against the committed reference vectors (tests/data, made by
+//! tools/quant-vectors/gen_vectors.py from gguf-py's numpy code and ggml's C reference).
+
+use lacuna_quant::{GgmlType, dequantize_row, quantize_row};
+
+fn data(name: &str) -> Vec<u8> {
+    let path = format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn f32s(bytes: &[u8]) -> Vec<f32> {
+    bytes
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+const DEQUANT: &[GgmlType] = &[
+    GgmlType::F16,
+    GgmlType::BF16,
+    GgmlType::Q4_0,
+    GgmlType::Q4_1,
+    GgmlType::Q5_0,
+    GgmlType::Q5_1,
+    GgmlType::Q8_0,
+    GgmlType::Q8_1,
+    GgmlType::Q2_K,
+    GgmlType::Q3_K,
+    GgmlType::Q4_K,
+    GgmlType::Q5_K,
+    GgmlType::Q6_K,
+    GgmlType::Q8_K,
+    GgmlType::IQ4_NL,
+    GgmlType::IQ4_XS,
+];
+
+const QUANT: &[GgmlType] = &[
+    GgmlType::F16,
+    GgmlType::BF16,
+    GgmlType::Q4_0,
+    GgmlType::Q4_1,
+    GgmlType::Q5_0,
+    GgmlType::Q5_1,
+    GgmlType::Q8_0,
+    GgmlType::Q8_1,
+    GgmlType::Q2_K,
+    GgmlType::Q3_K,
+    GgmlType::Q4_K,
+    GgmlType::Q5_K,
+    GgmlType::Q6_K,
+    GgmlType::Q8_K,
+];
+
+#[test]
+fn dequantize_is_bit_exact_with_reference_vectors() {
+    for &ty in DEQUANT {
+        let blocks = data(&format!("deq_{ty}.blocks"));
+        let expected = f32s(&data(&format!("deq_{ty}.f32")));
+        let mut out = vec![0f32; expected.len()];
+        dequantize_row(ty, &blocks, &mut out).unwrap();
+        for (i, (a, e)) in out.iter().zip(&expected).enumerate() {
+            let same = a.to_bits() == e.to_bits() || (a.is_nan() && e.is_nan());
+            assert!(
+                same,
+                "{ty} element {i}: got {a:e} ({:#x}), want {e:e} ({:#x})",
+                a.to_bits(),
+                e.to_bits()
+            );
+        }
+    }
+}
+
+#[test]
+fn quantize_is_bit_exact_with_ggml_reference_quantizers() {
+    for &ty in QUANT {
+        let x = f32s(&data(&format!("q_{ty}.in.f32")));
+        let expected = data(&format!("q_{ty}.out"));
+        let mut out = vec![0u8; expected.len()];
+        quantize_row(ty, &x, &mut out).unwrap();
+        let size = ty.type_size();
+        let bad: Vec<usize> = (0..expected.len() / size)
+            .filter(|&b| out[b * size..(b + 1) * size] != expected[b * size..(b + 1) * size])
+            .collect();
+        assert!(bad.is_empty(), "{ty}: blocks {bad:?} differ from ggml");
+    }
+}

@@ -1,3 +1,30 @@
 //! Model graphs for the GGUF architectures `llada`, `dream` and `llada-moe`: hyperparameters
 //! from metadata, weights from the mapped file, and a forward pass over a whole canvas on a
 //! compute backend (CPU now, CUDA later).
+//!
+//! ```no_run
+//! use lacuna_models::Model;
+//! let mut model = Model::open("llada-8b-q4_k_m.gguf")?;
+//! let canvas = [1u32, 2, 3, 126336, 126336];
+//! let rows = [3, 4]; // only the masked positions
+//! let mut logits = vec![0.0; rows.len() * model.vocab_size()];
+//! model.forward(&canvas, &rows, &mut logits)?;
+//! # Ok::<(), lacuna_models::Error>(())
+//! ```
+
+mod arch;
+pub mod backend;
+mod config;
+mod cpu;
+mod dequant;
+mod error;
+pub mod fixture;
+mod model;
+mod weights;
+
+pub use arch::{Arch, RopeStyle};
+pub use backend::Backend;
+pub use config::{Config, MoeConfig};
+pub use cpu::CpuBackend;
+pub use error::{Error, Result};
+pub use model::{Model, PartTimes};

@@ -1,0 +1,40 @@
+//! `lacuna logits`: one non-causal forward pass, raw logits of every position to a file.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use lacuna_models::Model;
+
+/// Arguments of `lacuna logits`.
+#[derive(clap::Args)]
+pub(crate) struct LogitsArgs {
+    /// GGUF model file.
+    #[arg(short = 'm', long)]
+    model: PathBuf,
+    /// Comma-separated token ids, e.g. `1,2,3`.
+    #[arg(long, value_delimiter = ',', required = true)]
+    tokens: Vec<u32>,
+    /// Where to write f32 little-endian logits `[positions x vocab]` (before any Dream shift).
+    #[arg(long)]
+    out: PathBuf,
+    /// Worker threads (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+}
+
+/// Runs the forward pass and writes the logits.
+pub(crate) fn run(a: LogitsArgs) -> Result<()> {
+    crate::bench::init_threads(a.threads)?;
+    let mut model = Model::open(&a.model).with_context(|| format!("loading {}", a.model.display()))?;
+    let vocab = model.vocab_size();
+    let mut logits = vec![0.0f32; a.tokens.len() * vocab];
+    model.forward_all(&a.tokens, &mut logits)?;
+    let bytes: Vec<u8> = logits.iter().flat_map(|v| v.to_le_bytes()).collect();
+    std::fs::write(&a.out, bytes).with_context(|| format!("writing {}", a.out.display()))?;
+    eprintln!(
+        "wrote {} positions x {vocab} vocab f32 logits to {}",
+        a.tokens.len(),
+        a.out.display()
+    );
+    Ok(())
+}

@@ -1,0 +1,80 @@
+//! The architectures Lacuna runs, as `general.architecture` names them, and what differs
+//! between their graphs.
+
+use crate::{Error, Result};
+
+/// A model architecture (the GGUF `general.architecture` value).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Arch {
+    /// `llada`: LLaDA-8B Base/Instruct, LLaDA-1.5, iLLaDA (LLaMA-like, normal RoPE).
+    Llada,
+    /// `dream`: Dream-7B, Dream-Coder, DiffuCoder (Qwen2-like: QKV biases, NeoX RoPE, GQA).
+    Dream,
+    /// `llada-moe`: LLaDA-MoE-7B-A1B (Q/K RMS norms, NeoX RoPE, softmax-gated experts).
+    LladaMoe,
+}
+
+/// How RoPE pairs the elements of a head (ggml's rope modes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RopeStyle {
+    /// `LLAMA_ROPE_TYPE_NORM`: adjacent pairs `(2i, 2i + 1)`.
+    Normal,
+    /// `LLAMA_ROPE_TYPE_NEOX`: pairs `(i, i + n_rot / 2)`.
+    Neox,
+}
+
+impl Arch {
+    /// Every supported architecture.
+    pub const ALL: [Arch; 3] = [Arch::Llada, Arch::Dream, Arch::LladaMoe];
+
+    /// The architecture named `name`, or [`Error::UnknownArchitecture`].
+    pub fn from_name(name: &str) -> Result<Arch> {
+        match name {
+            "llada" => Ok(Arch::Llada),
+            "dream" => Ok(Arch::Dream),
+            "llada-moe" => Ok(Arch::LladaMoe),
+            _ => Err(Error::UnknownArchitecture {
+                name: name.to_string(),
+            }),
+        }
+    }
+
+    /// The GGUF name, which also prefixes the architecture's metadata keys.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Arch::Llada => "llada",
+            Arch::Dream => "dream",
+            Arch::LladaMoe => "llada-moe",
+        }
+    }
+
+    /// The RoPE mode llama.cpp uses for the architecture (`llama_model_rope_type`).
+    pub const fn rope_style(self) -> RopeStyle {
+        match self {
+            Arch::Llada => RopeStyle::Normal,
+            Arch::Dream | Arch::LladaMoe => RopeStyle::Neox,
+        }
+    }
+
+    /// Whether the feed-forward block is a mixture of experts.
+    pub const fn is_moe(self) -> bool {
+        matches!(self, Arch::LladaMoe)
+    }
+
+    /// Whether the attention has per-head RMS norms on Q and K (`attn_q_norm`, `attn_k_norm`).
+    pub const fn has_qk_norm(self) -> bool {
+        matches!(self, Arch::LladaMoe)
+    }
+
+    /// Whether the model's logits are shifted by one (row `i - 1` predicts token `i`), the
+    /// default when `diffusion.shift_logits` is absent: true for Dream only.
+    pub const fn default_shift_logits(self) -> bool {
+        matches!(self, Arch::Dream)
+    }
+}
+
+impl std::fmt::Display for Arch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}

@@ -1,0 +1,74 @@
+//! The compute backend a model graph runs on. Kernels stay free of model knowledge: the
+//! graph calls these generic operations with shapes, never layer names.
+//!
+//! Activations are row-major f32 `[tokens x width]` host slices owned by the graph (and
+//! reused across forward passes); weights are whatever the backend prepared at load.
+
+use lacuna_quant::GgmlType;
+
+use crate::{Result, RopeStyle};
+
+/// The shape of one multi-head attention call.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AttnShape {
+    /// Canvas length (keys and values).
+    pub t: usize,
+    /// Query heads.
+    pub n_head: usize,
+    /// Key/value heads (`n_head` must be a multiple).
+    pub n_head_kv: usize,
+    /// Width of one head.
+    pub head_dim: usize,
+    /// Multiplier of `q . k` before the softmax.
+    pub scale: f32,
+}
+
+/// RoPE parameters (ggml `rope_ext` with no YaRN extension).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RopeParams {
+    /// Which element pairs rotate together.
+    pub style: RopeStyle,
+    /// Base frequency.
+    pub freq_base: f32,
+    /// Frequency scale (1 = none).
+    pub freq_scale: f32,
+}
+
+/// Operations a model graph needs from a compute device.
+pub trait Backend {
+    /// A weight matrix prepared (possibly repacked) for [`Backend::matmul`].
+    type Weight: Send + Sync;
+
+    /// A short name for logs and benchmark files.
+    fn name(&self) -> String;
+
+    /// Prepares `n` rows of `k` elements of type `ty` (ggml row-major bytes), once at load.
+    fn prepare_weight(&self, ty: GgmlType, n: usize, k: usize, bytes: &[u8]) -> Result<Self::Weight>;
+
+    /// `y[t x n] = x[t x k] . w^T`.
+    fn matmul(&mut self, x: &[f32], t: usize, w: &Self::Weight, y: &mut [f32]) -> Result<()>;
+
+    /// RMSNorm of each `weight.len()`-wide row of `x`, times `weight`, into `out`.
+    fn rms_norm(&mut self, x: &[f32], weight: &[f32], eps: f32, out: &mut [f32]);
+
+    /// Rotates, in place, each `head_dim`-wide head of each of the `t` rows of `x`; row
+    /// `i` is at position `i`.
+    fn rope(&mut self, x: &mut [f32], t: usize, head_dim: usize, params: RopeParams);
+
+    /// Bidirectional attention: for every query row `i` in `rows` (all rows when `None`),
+    /// `out[i] = softmax(scale * q_i . K^T) V` per head, heads concatenated.
+    /// `q` is `[t x n_head*head_dim]`, `k` and `v` are `[t x n_head_kv*head_dim]`, `out` is
+    /// `[rows x n_head*head_dim]`.
+    fn attention(
+        &mut self,
+        q: &[f32],
+        k: &[f32],
+        v: &[f32],
+        shape: AttnShape,
+        rows: Option<&[usize]>,
+        out: &mut [f32],
+    );
+
+    /// `gate = silu(gate) * up`, element-wise.
+    fn swiglu(&mut self, gate: &mut [f32], up: &[f32]);
+}

@@ -1,0 +1,95 @@
+//! Errors of the model crate.
+
+use lacuna_quant::GgmlType;
+
+/// Everything that can go wrong loading or running a model.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The GGUF container is unreadable or a metadata key is missing or mistyped.
+    #[error(transparent)]
+    Gguf(#[from] lacuna_gguf::Error),
+    /// `general.architecture` names an architecture Lacuna does not run.
+    #[error("unknown architecture {name:?} (supported: llada, dream, llada-moe)")]
+    UnknownArchitecture {
+        /// The value of `general.architecture`.
+        name: String,
+    },
+    /// A metadata value is present but unusable (zero, inconsistent with another key, ...).
+    #[error("metadata {key}: {detail}")]
+    BadMetadata {
+        /// The offending key.
+        key: String,
+        /// What is wrong with it.
+        detail: String,
+    },
+    /// A tensor the architecture needs is absent.
+    #[error("tensor {name} is missing")]
+    MissingTensor {
+        /// The tensor's name.
+        name: String,
+    },
+    /// A tensor has other dimensions than the hyperparameters imply.
+    #[error("tensor {name} has dims {found:?}, expected {expected:?}")]
+    TensorShape {
+        /// The tensor's name.
+        name: String,
+        /// Dims in ggml order the config implies.
+        expected: Vec<u64>,
+        /// Dims in the file.
+        found: Vec<u64>,
+    },
+    /// A tensor has a type the graph cannot use in that role.
+    #[error("tensor {name} has type {ty}, which is unsupported here (supported: {supported})")]
+    TensorType {
+        /// The tensor's name.
+        name: String,
+        /// Its type.
+        ty: GgmlType,
+        /// The supported types, for the message.
+        supported: &'static str,
+    },
+    /// A token id outside the vocabulary.
+    #[error("token {token} at position {position} is outside the vocabulary (size {vocab})")]
+    TokenOutOfRange {
+        /// The token id.
+        token: u32,
+        /// Where it is on the canvas.
+        position: usize,
+        /// The vocabulary size.
+        vocab: usize,
+    },
+    /// A canvas that is empty or longer than the context.
+    #[error("canvas of {len} tokens is outside 1..={max}")]
+    CanvasLength {
+        /// The canvas length.
+        len: usize,
+        /// The model's context length.
+        max: usize,
+    },
+    /// Requested rows are not ascending, distinct and inside the canvas.
+    #[error("row {row} is not ascending, distinct and below the canvas length {len}")]
+    BadRow {
+        /// The offending row.
+        row: usize,
+        /// The canvas length.
+        len: usize,
+    },
+    /// The output buffer has the wrong length.
+    #[error("output buffer holds {found} values, expected {expected}")]
+    OutputLength {
+        /// Values expected (rows x vocab).
+        expected: usize,
+        /// Values given.
+        found: usize,
+    },
+    /// A CPU kernel rejected its arguments.
+    #[error("CPU kernel: {0}")]
+    Cpu(#[from] lacuna_cpu::Error),
+    /// The fixture generator was asked for something it cannot build.
+    #[error("fixture: {0}")]
+    Fixture(&'static str),
+}
+
+/// `Result` with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

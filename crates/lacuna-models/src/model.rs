@@ -1,0 +1,390 @@
+//! [`Model`]: a loaded model and its forward pass over a whole canvas with bidirectional
+//! attention, as llama.cpp's `llada`, `dream` and `llada-moe` graphs compute it.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use lacuna_gguf::{GgufFile, TensorInfo};
+
+use crate::backend::{AttnShape, Backend, RopeParams};
+use crate::cpu::CpuBackend;
+use crate::weights::{Ffn, Linear, Loader, Weights};
+use crate::{Arch, Config, Error, Result, dequant};
+
+mod moe;
+
+/// Wall time spent in each part of the forward passes since the last reset.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct PartTimes {
+    /// Projections and feed-forward matmuls (including MoE routing and experts).
+    pub gemm: Duration,
+    /// Attention (scores, softmax, weighted sum of values).
+    pub attention: Duration,
+    /// The LM head matmul.
+    pub lm_head: Duration,
+    /// Embedding lookup, norms, RoPE, SwiGLU, residual adds, bias adds.
+    pub other: Duration,
+    /// Forward passes timed.
+    pub passes: u32,
+}
+
+/// Reused activation buffers: they grow to the largest canvas seen and are never freed
+/// between passes.
+#[derive(Debug, Default)]
+struct Scratch {
+    x: Vec<f32>,
+    xn: Vec<f32>,
+    q: Vec<f32>,
+    k: Vec<f32>,
+    v: Vec<f32>,
+    attn: Vec<f32>,
+    proj: Vec<f32>,
+    gate: Vec<f32>,
+    up: Vec<f32>,
+    rows: Vec<f32>,
+    moe: moe::MoeScratch,
+}
+
+/// A mutable prefix of `v` of `n` elements, growing `v` when needed.
+fn buf(v: &mut Vec<f32>, n: usize) -> &mut [f32] {
+    if v.len() < n {
+        v.resize(n, 0.0);
+    }
+    &mut v[..n]
+}
+
+/// A diffusion language model ready to run on backend `B`.
+pub struct Model<B: Backend = CpuBackend> {
+    file: GgufFile,
+    config: Config,
+    embd: TensorInfo,
+    weights: Weights<B::Weight>,
+    backend: B,
+    scratch: Scratch,
+    times: PartTimes,
+}
+
+impl<B: Backend> std::fmt::Debug for Model<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Model")
+            .field("config", &self.config)
+            .field("backend", &self.backend.name())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Model<CpuBackend> {
+    /// Memory-maps the GGUF file at `path` and loads it on the CPU backend.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        Self::load(GgufFile::open(path)?, CpuBackend::new())
+    }
+}
+
+impl<B: Backend> Model<B> {
+    /// Reads the hyperparameters, checks every tensor's shape and type, and prepares the
+    /// weights on `backend` (the token embedding stays in the file and is read by row).
+    pub fn load(file: GgufFile, backend: B) -> Result<Self> {
+        let config = Config::from_metadata(file.metadata())?;
+        let loader = Loader {
+            file: &file,
+            backend: &backend,
+        };
+        let embd = loader
+            .checked("token_embd.weight", &[config.n_embd, config.n_vocab])?
+            .clone();
+        if !dequant::supports(embd.ty) {
+            return Err(Error::TensorType {
+                name: embd.name,
+                ty: embd.ty,
+                supported: dequant::SUPPORTED,
+            });
+        }
+        let weights = loader.load(&config)?;
+        Ok(Model {
+            file,
+            config,
+            embd,
+            weights,
+            backend,
+            scratch: Scratch::default(),
+            times: PartTimes::default(),
+        })
+    }
+
+    /// The hyperparameters.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The architecture.
+    pub fn arch(&self) -> Arch {
+        self.config.arch
+    }
+
+    /// Logits per row.
+    pub fn vocab_size(&self) -> usize {
+        self.config.n_vocab
+    }
+
+    /// The training context length (the longest canvas accepted).
+    pub fn context_length(&self) -> usize {
+        self.config.n_ctx
+    }
+
+    /// The mask token id, when the file names one.
+    pub fn mask_token_id(&self) -> Option<u32> {
+        self.config.mask_token_id
+    }
+
+    /// Whether row `i - 1` predicts token `i` (Dream).
+    pub fn shift_logits(&self) -> bool {
+        self.config.shift_logits
+    }
+
+    /// The backend.
+    pub fn backend(&self) -> &B {
+        &self.backend
+    }
+
+    /// The GGUF file the model was loaded from.
+    pub fn file(&self) -> &GgufFile {
+        &self.file
+    }
+
+    /// Time per part of the forward passes since the last [`Model::reset_part_times`].
+    pub fn part_times(&self) -> PartTimes {
+        self.times
+    }
+
+    /// Zeroes the [`PartTimes`].
+    pub fn reset_part_times(&mut self) {
+        self.times = PartTimes::default();
+    }
+
+    /// Logits of every canvas position, `tokens.len() x vocab_size()` into `out`.
+    pub fn forward_all(&mut self, tokens: &[u32], out: &mut [f32]) -> Result<()> {
+        self.run(tokens, None, out)
+    }
+
+    /// Logits of the canvas rows `rows` (ascending, distinct), `rows.len() x vocab_size()`
+    /// into `out`. The whole canvas is run (every position attends to every other); only
+    /// the last layer's feed-forward and the LM head are restricted to `rows`.
+    pub fn forward(&mut self, tokens: &[u32], rows: &[usize], out: &mut [f32]) -> Result<()> {
+        self.run(tokens, Some(rows), out)
+    }
+
+    fn check(&self, tokens: &[u32], rows: Option<&[usize]>, out: &[f32]) -> Result<usize> {
+        let t = tokens.len();
+        if t == 0 || t > self.config.n_ctx {
+            return Err(Error::CanvasLength {
+                len: t,
+                max: self.config.n_ctx,
+            });
+        }
+        for (position, &token) in tokens.iter().enumerate() {
+            if token as usize >= self.config.n_vocab {
+                return Err(Error::TokenOutOfRange {
+                    token,
+                    position,
+                    vocab: self.config.n_vocab,
+                });
+            }
+        }
+        let n_rows = match rows {
+            None => t,
+            Some(rows) => {
+                let mut prev = None;
+                for &row in rows {
+                    if row >= t || prev.is_some_and(|p| row <= p) {
+                        return Err(Error::BadRow { row, len: t });
+                    }
+                    prev = Some(row);
+                }
+                rows.len()
+            }
+        };
+        let expected = n_rows * self.config.n_vocab;
+        if out.len() != expected {
+            return Err(Error::OutputLength {
+                expected,
+                found: out.len(),
+            });
+        }
+        Ok(n_rows)
+    }
+
+    fn run(&mut self, tokens: &[u32], rows: Option<&[usize]>, out: &mut [f32]) -> Result<()> {
+        let n_rows = self.check(tokens, rows, out)?;
+        // All rows asked for in order is the full pass.
+        let rows = rows.filter(|r| r.len() != tokens.len());
+        if n_rows == 0 {
+            return Ok(());
+        }
+        let cfg = &self.config;
+        let t = tokens.len();
+        let d = cfg.n_embd;
+        let s = &mut self.scratch;
+        let be = &mut self.backend;
+        let tm = &mut self.times;
+        let clock = Instant::now();
+
+        // Embedding rows (ggml get_rows: dequantized to f32).
+        let x = buf(&mut s.x, t * d);
+        let row_bytes = self.embd.ty.row_bytes(d as u64).unwrap_or(0) as usize;
+        let table = self.file.info_data(&self.embd);
+        for (xr, &tok) in x.chunks_exact_mut(d).zip(tokens) {
+            let at = tok as usize * row_bytes;
+            dequant::dequantize_row(self.embd.ty, &table[at..at + row_bytes], xr);
+        }
+        let mut other = clock.elapsed();
+        let (mut gemm, mut attention) = (Duration::ZERO, Duration::ZERO);
+        let rope = RopeParams {
+            style: cfg.arch.rope_style(),
+            freq_base: cfg.rope_freq_base,
+            freq_scale: cfg.rope_freq_scale,
+        };
+        let shape = AttnShape {
+            t,
+            n_head: cfg.n_head,
+            n_head_kv: cfg.n_head_kv,
+            head_dim: cfg.head_dim,
+            scale: 1.0 / (cfg.head_dim as f32).sqrt(),
+        };
+        let mut cur_t = t;
+        for (il, layer) in self.weights.layers.iter().enumerate() {
+            let last = il + 1 == cfg.n_layer;
+            let c = Instant::now();
+            let xn = buf(&mut s.xn, t * d);
+            be.rms_norm(&s.x[..t * d], &layer.attn_norm, cfg.rms_eps, xn);
+            other += c.elapsed();
+            let q = buf(&mut s.q, t * cfg.q_dim());
+            let k = buf(&mut s.k, t * cfg.kv_dim());
+            let v = buf(&mut s.v, t * cfg.kv_dim());
+            for (lin, y) in [(&layer.q, &mut *q), (&layer.k, &mut *k), (&layer.v, &mut *v)] {
+                linear(be, lin, &s.xn[..t * d], t, y, &mut gemm, &mut other)?;
+            }
+            let c = Instant::now();
+            if let (Some(qn), Some(kn)) = (&layer.q_norm, &layer.k_norm) {
+                let tmp = buf(&mut s.proj, t * cfg.q_dim());
+                tmp.copy_from_slice(q);
+                be.rms_norm(tmp, qn, cfg.rms_eps, q);
+                let tmp = &mut tmp[..t * cfg.kv_dim()];
+                tmp.copy_from_slice(k);
+                be.rms_norm(tmp, kn, cfg.rms_eps, k);
+            }
+            be.rope(q, t, cfg.head_dim, rope);
+            be.rope(k, t, cfg.head_dim, rope);
+            other += c.elapsed();
+
+            let c = Instant::now();
+            let sel = if last { rows } else { None };
+            let out_t = sel.map_or(t, <[usize]>::len);
+            let attn = buf(&mut s.attn, out_t * cfg.q_dim());
+            be.attention(q, k, v, shape, sel, attn);
+            attention += c.elapsed();
+            if let Some(sel) = sel {
+                // llama.cpp's `inp_out_ids`: keep only the requested rows from here on.
+                let c = Instant::now();
+                let g = buf(&mut s.rows, out_t * d);
+                for (dst, &r) in g.chunks_exact_mut(d).zip(sel) {
+                    dst.copy_from_slice(&s.x[r * d..(r + 1) * d]);
+                }
+                s.x[..out_t * d].copy_from_slice(g);
+                other += c.elapsed();
+            }
+            cur_t = out_t;
+            let proj = buf(&mut s.proj, cur_t * d);
+            linear(be, &layer.o, attn, cur_t, proj, &mut gemm, &mut other)?;
+            let c = Instant::now();
+            add_in_place(&mut s.x[..cur_t * d], proj);
+            let xn = buf(&mut s.xn, cur_t * d);
+            be.rms_norm(&s.x[..cur_t * d], &layer.ffn_norm, cfg.rms_eps, xn);
+            other += c.elapsed();
+
+            match &layer.ffn {
+                Ffn::Dense { gate, up, down } => {
+                    let g = buf(&mut s.gate, cur_t * gate.n);
+                    let u = buf(&mut s.up, cur_t * up.n);
+                    linear(be, gate, xn, cur_t, g, &mut gemm, &mut other)?;
+                    linear(be, up, xn, cur_t, u, &mut gemm, &mut other)?;
+                    let c = Instant::now();
+                    be.swiglu(g, u);
+                    other += c.elapsed();
+                    linear(be, down, g, cur_t, proj, &mut gemm, &mut other)?;
+                }
+                Ffn::Moe {
+                    router,
+                    gate,
+                    up,
+                    down,
+                } => {
+                    let c = Instant::now();
+                    let m = cfg.moe.as_ref().ok_or(Error::Fixture("MoE layer without MoE config"))?;
+                    moe::moe_ffn(be, m, router, gate, up, down, xn, cur_t, d, proj, &mut s.moe)?;
+                    gemm += c.elapsed();
+                }
+            }
+            let c = Instant::now();
+            add_in_place(&mut s.x[..cur_t * d], proj);
+            other += c.elapsed();
+        }
+        let c = Instant::now();
+        let xn = buf(&mut s.xn, cur_t * d);
+        be.rms_norm(&s.x[..cur_t * d], &self.weights.output_norm, cfg.rms_eps, xn);
+        other += c.elapsed();
+        let c = Instant::now();
+        let mut lm = Duration::ZERO;
+        linear(be, &self.weights.output, xn, cur_t, out, &mut lm, &mut other)?;
+        let _ = c;
+        tm.gemm += gemm;
+        tm.attention += attention;
+        tm.lm_head += lm;
+        tm.other += other;
+        tm.passes += 1;
+        Ok(())
+    }
+}
+
+fn add_in_place(x: &mut [f32], y: &[f32]) {
+    for (a, &b) in x.iter_mut().zip(y) {
+        *a += b;
+    }
+}
+
+/// `y = x W^T (+ b)`, timing the matmul and the bias add separately.
+fn linear<B: Backend>(
+    be: &mut B,
+    lin: &Linear<B::Weight>,
+    x: &[f32],
+    t: usize,
+    y: &mut [f32],
+    gemm: &mut Duration,
+    other: &mut Duration,
+) -> Result<()> {
+    let c = Instant::now();
+    be.matmul(x, t, &lin.w, y)?;
+    *gemm += c.elapsed();
+    if let Some(b) = &lin.b {
+        let c = Instant::now();
+        for row in y.chunks_exact_mut(lin.n) {
+            add_in_place(row, b);
+        }
+        *other += c.elapsed();
+    }
+    Ok(())
+}
+
+impl<B: Backend> lacuna_sampler::Denoiser for Model<B> {
+    type Error = Error;
+
+    fn vocab_size(&self) -> usize {
+        self.config.n_vocab
+    }
+
+    fn logits(&mut self, canvas: &[u32], rows: &[usize], out: &mut [f32]) -> Result<()> {
+        self.forward(canvas, rows, out)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,214 @@
+//! Finding, checking and preparing a model's tensors: names as llama.cpp's `llama-arch.cpp`
+//! lists them, shapes as its `load_arch_tensors` expects, types the backend supports.
+
+use lacuna_gguf::{GgufFile, TensorInfo};
+
+use crate::backend::Backend;
+use crate::dequant;
+use crate::{Config, Error, Result};
+
+/// A projection: a prepared weight and an optional f32 bias.
+#[derive(Debug)]
+pub(crate) struct Linear<W> {
+    pub(crate) w: W,
+    pub(crate) b: Option<Vec<f32>>,
+    /// Output features.
+    pub(crate) n: usize,
+}
+
+/// The feed-forward block of one layer.
+#[derive(Debug)]
+pub(crate) enum Ffn<W> {
+    /// `down(silu(gate(x)) * up(x))`.
+    Dense {
+        gate: Linear<W>,
+        up: Linear<W>,
+        down: Linear<W>,
+    },
+    /// Softmax-routed experts, each a dense SwiGLU block without biases.
+    Moe {
+        router: W,
+        gate: Vec<W>,
+        up: Vec<W>,
+        down: Vec<W>,
+    },
+}
+
+/// One transformer block.
+#[derive(Debug)]
+pub(crate) struct Layer<W> {
+    pub(crate) attn_norm: Vec<f32>,
+    pub(crate) q: Linear<W>,
+    pub(crate) k: Linear<W>,
+    pub(crate) v: Linear<W>,
+    pub(crate) o: Linear<W>,
+    pub(crate) q_norm: Option<Vec<f32>>,
+    pub(crate) k_norm: Option<Vec<f32>>,
+    pub(crate) ffn_norm: Vec<f32>,
+    pub(crate) ffn: Ffn<W>,
+}
+
+/// Everything but the token embedding (read row by row from the file).
+#[derive(Debug)]
+pub(crate) struct Weights<W> {
+    pub(crate) layers: Vec<Layer<W>>,
+    pub(crate) output_norm: Vec<f32>,
+    pub(crate) output: Linear<W>,
+}
+
+pub(crate) struct Loader<'a, B: Backend> {
+    pub(crate) file: &'a GgufFile,
+    pub(crate) backend: &'a B,
+}
+
+impl<B: Backend> Loader<'_, B> {
+    pub(crate) fn info(&self, name: &str) -> Result<&TensorInfo> {
+        self.file.tensor(name).map_err(|_| Error::MissingTensor {
+            name: name.to_string(),
+        })
+    }
+
+    fn has(&self, name: &str) -> bool {
+        self.file.tensor(name).is_ok()
+    }
+
+    pub(crate) fn checked(&self, name: &str, dims: &[usize]) -> Result<&TensorInfo> {
+        let info = self.info(name)?;
+        let expected: Vec<u64> = dims.iter().map(|&d| d as u64).collect();
+        if info.dims != expected {
+            return Err(Error::TensorShape {
+                name: name.to_string(),
+                expected,
+                found: info.dims.clone(),
+            });
+        }
+        Ok(info)
+    }
+
+    /// A 1-D f32 vector (norm weight or bias) of `n` elements.
+    fn vector(&self, name: &str, n: usize) -> Result<Vec<f32>> {
+        let info = self.checked(name, &[n])?;
+        if !dequant::supports(info.ty) || info.ty.block_size() != 1 {
+            return Err(Error::TensorType {
+                name: name.to_string(),
+                ty: info.ty,
+                supported: "f32, f16, bf16",
+            });
+        }
+        let mut out = vec![0.0; n];
+        dequant::dequantize_row(info.ty, self.file.info_data(info), &mut out);
+        Ok(out)
+    }
+
+    fn opt_vector(&self, name: &str, n: usize) -> Result<Option<Vec<f32>>> {
+        if self.has(name) {
+            self.vector(name, n).map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// A `[n x k]` weight (ggml dims `[k, n]`), prepared by the backend.
+    fn matrix(&self, name: &str, k: usize, n: usize) -> Result<B::Weight> {
+        let info = self.checked(name, &[k, n])?;
+        self.prepare(name, info, self.file.info_data(info), k, n)
+    }
+
+    fn prepare(&self, name: &str, info: &TensorInfo, bytes: &[u8], k: usize, n: usize) -> Result<B::Weight> {
+        self.backend
+            .prepare_weight(info.ty, n, k, bytes)
+            .map_err(|e| match e {
+                Error::Cpu(lacuna_cpu::Error::UnsupportedType { .. }) => Error::TensorType {
+                    name: name.to_string(),
+                    ty: info.ty,
+                    supported: "f32, f16, bf16, q8_0, q4_0, q4_K, q5_K, q6_K",
+                },
+                other => other,
+            })
+    }
+
+    /// Each expert of a `[k, n, n_expert]` tensor, prepared separately.
+    fn experts(&self, name: &str, k: usize, n: usize, n_expert: usize) -> Result<Vec<B::Weight>> {
+        let info = self.checked(name, &[k, n, n_expert])?;
+        let data = self.file.info_data(info);
+        let per = data.len() / n_expert;
+        (0..n_expert)
+            .map(|e| self.prepare(name, info, &data[e * per..(e + 1) * per], k, n))
+            .collect()
+    }
+
+    /// A projection with its optional `.bias` (Q, K and V: llama.cpp's `build_qkv` adds
+    /// them when present).
+    fn linear(&self, prefix: &str, k: usize, n: usize) -> Result<Linear<B::Weight>> {
+        Ok(Linear {
+            w: self.matrix(&format!("{prefix}.weight"), k, n)?,
+            b: self.opt_vector(&format!("{prefix}.bias"), n)?,
+            n,
+        })
+    }
+
+    /// A projection whose bias llama.cpp's graphs for these architectures never add
+    /// (`attn_output`, FFN, `output`): a bias in the file is ignored, as llama.cpp does.
+    fn linear_no_bias(&self, prefix: &str, k: usize, n: usize) -> Result<Linear<B::Weight>> {
+        Ok(Linear {
+            w: self.matrix(&format!("{prefix}.weight"), k, n)?,
+            b: None,
+            n,
+        })
+    }
+
+    pub(crate) fn load(&self, cfg: &Config) -> Result<Weights<B::Weight>> {
+        let d = cfg.n_embd;
+        let mut layers = Vec::with_capacity(cfg.n_layer);
+        for il in 0..cfg.n_layer {
+            let p = |s: &str| format!("blk.{il}.{s}");
+            let (q_norm, k_norm) = if cfg.arch.has_qk_norm() {
+                (
+                    Some(self.vector(&p("attn_q_norm.weight"), cfg.head_dim)?),
+                    Some(self.vector(&p("attn_k_norm.weight"), cfg.head_dim)?),
+                )
+            } else {
+                (None, None)
+            };
+            let ffn = match cfg.moe {
+                None => Ffn::Dense {
+                    gate: self.linear_no_bias(&p("ffn_gate"), d, cfg.n_ff)?,
+                    up: self.linear_no_bias(&p("ffn_up"), d, cfg.n_ff)?,
+                    down: self.linear_no_bias(&p("ffn_down"), cfg.n_ff, d)?,
+                },
+                Some(m) => Ffn::Moe {
+                    router: self.matrix(&p("ffn_gate_inp.weight"), d, m.n_expert)?,
+                    gate: self.experts(&p("ffn_gate_exps.weight"), d, m.n_ff_exp, m.n_expert)?,
+                    up: self.experts(&p("ffn_up_exps.weight"), d, m.n_ff_exp, m.n_expert)?,
+                    down: self.experts(&p("ffn_down_exps.weight"), m.n_ff_exp, d, m.n_expert)?,
+                },
+            };
+            layers.push(Layer {
+                attn_norm: self.vector(&p("attn_norm.weight"), d)?,
+                q: self.linear(&p("attn_q"), d, cfg.q_dim())?,
+                k: self.linear(&p("attn_k"), d, cfg.kv_dim())?,
+                v: self.linear(&p("attn_v"), d, cfg.kv_dim())?,
+                o: self.linear_no_bias(&p("attn_output"), cfg.q_dim(), d)?,
+                q_norm,
+                k_norm,
+                ffn_norm: self.vector(&p("ffn_norm.weight"), d)?,
+                ffn,
+            });
+        }
+        let output = if self.has("output.weight") {
+            self.linear_no_bias("output", d, cfg.n_vocab)?
+        } else {
+            // Tied embeddings: llama.cpp duplicates `token_embd` as the LM head.
+            Linear {
+                w: self.matrix("token_embd.weight", d, cfg.n_vocab)?,
+                b: None,
+                n: cfg.n_vocab,
+            }
+        };
+        Ok(Weights {
+            layers,
+            output_norm: self.vector("output_norm.weight", d)?,
+            output,
+        })
+    }
+}

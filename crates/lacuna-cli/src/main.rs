@@ -3,6 +3,10 @@
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
+mod bench;
+mod fixture;
+mod logits;
+
 /// Local inference engine for diffusion language models.
 #[derive(Parser)]
 #[command(name = "lacuna", version, about)]
@@ -15,6 +19,12 @@ struct Cli {
 enum Command {
     /// Print the version of every Lacuna crate this binary was built from.
     Version,
+    /// Write a deterministic random-weight GGUF fixture (llada, dream, llada-moe).
+    Fixture(fixture::FixtureArgs),
+    /// Write raw f32 logits of every position of one non-causal forward pass.
+    Logits(logits::LogitsArgs),
+    /// Time the forward pass over a canvas.
+    Bench(bench::BenchArgs),
 }
 
 fn main() {
@@ -30,5 +40,8 @@ fn run(cli: Cli) -> Result<()> {
             println!("lacuna {}", env!("CARGO_PKG_VERSION"));
             Ok(())
         }
+        Command::Fixture(args) => fixture::run(args),
+        Command::Logits(args) => logits::run(args),
+        Command::Bench(args) => bench::run(args),
     }
 }

@@ -1,0 +1,89 @@
+//! Typed errors: bad settings ([`ConfigError`]) and failures while generating ([`Error`]).
+
+/// A sampler setting that cannot work, found before any denoiser call.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// `gen_length` is zero.
+    #[error("gen_length must be at least 1")]
+    ZeroGenLength,
+    /// `steps` is zero.
+    #[error("steps must be at least 1")]
+    ZeroSteps,
+    /// `block_length` is zero.
+    #[error("block_length must be at least 1")]
+    ZeroBlockLength,
+    /// `gen_length` is not a multiple of `block_length`.
+    #[error("gen_length {gen_length} is not a multiple of block_length {block_length}")]
+    GenLengthNotMultipleOfBlock {
+        /// The requested generation length.
+        gen_length: usize,
+        /// The requested block length.
+        block_length: usize,
+    },
+    /// `steps` is not a multiple of the number of blocks.
+    #[error("steps {steps} is not a multiple of the number of blocks {blocks}")]
+    StepsNotMultipleOfBlocks {
+        /// The requested number of steps.
+        steps: usize,
+        /// `gen_length / block_length`.
+        blocks: usize,
+    },
+    /// No mask token id was given (the model's metadata lacks one).
+    #[error("no mask token id: the sampler needs the model's [MASK] token")]
+    MissingMaskId,
+    /// The denoiser reports an empty vocabulary.
+    #[error("the denoiser reports a vocabulary of size 0")]
+    EmptyVocab,
+    /// A setting is NaN, infinite or outside its range.
+    #[error("{name} = {value} is out of range: {expected}")]
+    OutOfRange {
+        /// The setting's name, e.g. `temperature`.
+        name: &'static str,
+        /// The value given.
+        value: f64,
+        /// The accepted range, in words.
+        expected: &'static str,
+    },
+    /// `top_k` is zero.
+    #[error("top_k must be at least 1 (use None to disable it)")]
+    ZeroTopK,
+    /// A block length was given to a sampler whose exact schedule has no blocks.
+    #[error("Dream's official sampler has no blocks: block_length needs the parallel mode")]
+    BlockLengthWithoutParallel,
+}
+
+/// Why a generation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error<E> {
+    /// A bad setting.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The denoiser (the model) failed.
+    #[error("the denoiser failed")]
+    Denoiser(#[source] E),
+    /// The denoiser returned NaN or +inf.
+    #[error("the denoiser returned logit {value} for token {token} at canvas row {row}")]
+    InvalidLogit {
+        /// The canvas row (model output position) whose logits were requested.
+        row: usize,
+        /// The token index within the row.
+        token: usize,
+        /// The offending value.
+        value: f32,
+    },
+    /// The denoiser returned a row whose logits are all -inf.
+    #[error("the denoiser returned only -inf logits at canvas row {row}")]
+    NoFiniteLogit {
+        /// The canvas row.
+        row: usize,
+    },
+    /// Parallel decoding stopped making progress: every committed token was the mask token,
+    /// so the block never empties (the official loop would spin forever).
+    #[error("parallel decoding made no progress in block {block}: only mask tokens were predicted")]
+    Stalled {
+        /// The block index.
+        block: usize,
+    },
+}

@@ -1,0 +1,328 @@
+//! LLaDA's sampler, transcribed from ML-GSAI/LLaDA `generate.py` (`generate`,
+//! `get_num_transfer_tokens`, `add_gumbel_noise`), plus Fast-dLLM's parallel mode.
+//!
+//! The canvas is the prompt followed by `gen_length` masks, decoded left to right in blocks of
+//! `block_length` (semi-autoregressive); each block gets `steps / num_blocks` steps and commits
+//! its masks on the official schedule ([`llada_transfer_counts`]). Each step:
+//!
+//! 1. logits for every masked position before the end of the current block (positions after
+//!    it are never chosen: the official code gives them confidence `-inf`); with
+//!    `cfg_scale > 0` a second pass over the canvas with the prompt masked, combined as
+//!    `uncond + (cfg_scale + 1) * (cond - uncond)`;
+//! 2. the predicted token `x0`: the argmax at temperature 0, otherwise the Gumbel-max
+//!    `argmax(exp(l) / (-ln u)^temperature)` in float64;
+//! 3. its confidence: `softmax(l)[x0]` in float64 (`low_confidence`, on the logits without
+//!    noise) or a uniform draw (`random`);
+//! 4. the `k` most confident positions are committed (ties to the left-most position).
+//!
+//! Randomness is drawn in this order per step: at temperature > 0, one `next_f64` per token
+//! of each candidate row (rows by position, tokens by id); then, for `random` remasking, one
+//! `next_f32` per candidate row. Steps whose count is 0 are skipped without a denoiser call
+//! (the official code runs the model and commits nothing), and the run stops early at a
+//! settled end token (see [`Finish::Eos`](crate::Finish::Eos)); neither changes the result.
+
+use crate::denoiser::{Denoiser, check_rows, fetch_logits};
+use crate::error::{ConfigError, Error};
+use crate::math;
+use crate::output::{self, Finish, Generation, Stats, StepView};
+use crate::parallel::ParallelConfig;
+use crate::rng::UniformSource;
+use crate::schedule::llada_transfer_counts;
+use crate::select::{self, Predictions};
+
+/// How LLaDA ranks the predicted tokens of masked positions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Remasking {
+    /// Keep the positions whose predicted token is most probable (`low_confidence`).
+    #[default]
+    LowConfidence,
+    /// Keep random positions (`random`).
+    Random,
+}
+
+/// Settings of the LLaDA sampler; the defaults are those of the official `generate()`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LladaConfig {
+    /// Tokens to generate (default 128).
+    pub gen_length: usize,
+    /// Block length of semi-autoregressive decoding; must divide `gen_length` (default 128).
+    pub block_length: usize,
+    /// Denoising steps in total; must be a multiple of the number of blocks (default 128).
+    /// Unused in parallel mode.
+    pub steps: usize,
+    /// Gumbel-max temperature; 0 is greedy (default 0).
+    pub temperature: f64,
+    /// Unsupervised classifier-free guidance scale; 0 disables it (default 0).
+    pub cfg_scale: f32,
+    /// The remasking strategy (default `LowConfidence`).
+    pub remasking: Remasking,
+    /// The `[MASK]` token id (126336 for LLaDA-8B); required.
+    pub mask_id: Option<u32>,
+    /// End tokens (EOS/EOT) at which generation stops.
+    pub eos_ids: Vec<u32>,
+    /// Run the whole schedule and return everything after the first end token too.
+    pub keep_after_eos: bool,
+    /// Fast-dLLM parallel decoding instead of the official schedule.
+    pub parallel: Option<ParallelConfig>,
+}
+
+impl Default for LladaConfig {
+    fn default() -> Self {
+        Self {
+            gen_length: 128,
+            block_length: 128,
+            steps: 128,
+            temperature: 0.0,
+            cfg_scale: 0.0,
+            remasking: Remasking::LowConfidence,
+            mask_id: None,
+            eos_ids: Vec::new(),
+            keep_after_eos: false,
+            parallel: None,
+        }
+    }
+}
+
+impl LladaConfig {
+    /// Checks every setting; returns the mask id.
+    pub fn validate(&self) -> Result<u32, ConfigError> {
+        if self.gen_length == 0 {
+            return Err(ConfigError::ZeroGenLength);
+        }
+        if self.block_length == 0 {
+            return Err(ConfigError::ZeroBlockLength);
+        }
+        if self.gen_length % self.block_length != 0 {
+            return Err(ConfigError::GenLengthNotMultipleOfBlock {
+                gen_length: self.gen_length,
+                block_length: self.block_length,
+            });
+        }
+        if self.steps == 0 {
+            return Err(ConfigError::ZeroSteps);
+        }
+        let blocks = self.gen_length / self.block_length;
+        if self.steps % blocks != 0 {
+            return Err(ConfigError::StepsNotMultipleOfBlocks {
+                steps: self.steps,
+                blocks,
+            });
+        }
+        if !(self.temperature.is_finite() && self.temperature >= 0.0) {
+            return Err(ConfigError::OutOfRange {
+                name: "temperature",
+                value: self.temperature,
+                expected: "a finite number >= 0",
+            });
+        }
+        if !(self.cfg_scale.is_finite() && self.cfg_scale >= 0.0) {
+            return Err(ConfigError::OutOfRange {
+                name: "cfg_scale",
+                value: f64::from(self.cfg_scale),
+                expected: "a finite number >= 0",
+            });
+        }
+        if let Some(p) = &self.parallel {
+            p.validate()?;
+        }
+        self.mask_id.ok_or(ConfigError::MissingMaskId)
+    }
+}
+
+/// Per-run state: the canvas, reusable buffers and counters.
+struct Run<'c> {
+    config: &'c LladaConfig,
+    mask_id: u32,
+    vocab: usize,
+    canvas: Vec<u32>,
+    prompt_len: usize,
+    /// Prompt positions that are not masks (masked for the unconditional CFG pass).
+    prompt_index: Vec<usize>,
+    logits: Vec<f32>,
+    uncond: Vec<f32>,
+    stats: Stats,
+}
+
+impl Run<'_> {
+    /// Masked positions before `end`, ascending.
+    fn candidates(&self, end: usize) -> Vec<usize> {
+        (0..end)
+            .filter(|&p| self.canvas[p] == self.mask_id)
+            .collect()
+    }
+
+    fn block_has_mask(&self, start: usize, end: usize) -> bool {
+        self.canvas[start..end].contains(&self.mask_id)
+    }
+
+    /// Predicted token and confidence of every candidate.
+    fn predict<D: Denoiser>(
+        &mut self,
+        denoiser: &mut D,
+        cand: &[usize],
+        rng: &mut impl UniformSource,
+    ) -> Result<Predictions, Error<D::Error>> {
+        let c = self.config;
+        fetch_logits(
+            denoiser,
+            &self.canvas,
+            cand,
+            &mut self.logits,
+            &mut self.stats,
+        )?;
+        if c.cfg_scale > 0.0 {
+            let mut un = self.canvas.clone();
+            for &p in &self.prompt_index {
+                un[p] = self.mask_id;
+            }
+            fetch_logits(denoiser, &un, cand, &mut self.uncond, &mut self.stats)?;
+            let scale = c.cfg_scale + 1.0;
+            for (l, &u) in self.logits.iter_mut().zip(&self.uncond) {
+                *l = u + scale * (*l - u);
+            }
+            check_rows::<D::Error>(&self.logits, cand, self.vocab)?;
+        }
+        let rows = self.logits.chunks_exact(self.vocab);
+        let x0: Vec<usize> = if c.temperature == 0.0 {
+            rows.clone().map(math::argmax_f32).collect()
+        } else {
+            rows.clone()
+                .map(|r| math::gumbel_argmax(r, c.temperature, rng))
+                .collect()
+        };
+        let conf: Vec<f64> = match c.remasking {
+            Remasking::LowConfidence => rows
+                .zip(&x0)
+                .map(|(r, &t)| math::softmax_at(r, t))
+                .collect(),
+            Remasking::Random => cand.iter().map(|_| f64::from(rng.next_f32())).collect(),
+        };
+        // Token ids are < vocab_size, which the denoiser reports as a usize; ids are u32 in
+        // GGUF, so a vocabulary beyond u32 cannot occur.
+        Ok(Predictions {
+            positions: cand.to_vec(),
+            tokens: x0.into_iter().map(|t| t as u32).collect(),
+            conf,
+        })
+    }
+
+    /// True when generation should stop at a settled end token.
+    fn eos_settled(&self) -> bool {
+        !self.config.keep_after_eos
+            && !self.config.eos_ids.is_empty()
+            && output::settled_eos(
+                &self.canvas[self.prompt_len..],
+                self.mask_id,
+                &self.config.eos_ids,
+            )
+            .is_some()
+    }
+}
+
+/// Generates with LLaDA's official sampler (or Fast-dLLM's parallel mode when
+/// `config.parallel` is set), calling `on_step` after every step that ran the denoiser.
+pub fn generate<D: Denoiser>(
+    denoiser: &mut D,
+    prompt: &[u32],
+    config: &LladaConfig,
+    rng: &mut impl UniformSource,
+    mut on_step: impl FnMut(&StepView<'_>),
+) -> Result<Generation, Error<D::Error>> {
+    let mask_id = config.validate()?;
+    let vocab = denoiser.vocab_size();
+    if vocab == 0 {
+        return Err(ConfigError::EmptyVocab.into());
+    }
+    let prompt_len = prompt.len();
+    let mut canvas = prompt.to_vec();
+    canvas.resize(prompt_len + config.gen_length, mask_id);
+    let mut run = Run {
+        config,
+        mask_id,
+        vocab,
+        canvas,
+        prompt_len,
+        prompt_index: (0..prompt_len).filter(|&p| prompt[p] != mask_id).collect(),
+        logits: Vec::new(),
+        uncond: Vec::new(),
+        stats: Stats {
+            steps: 0,
+            denoiser_calls: 0,
+            logit_rows: 0,
+            finish: Finish::Completed,
+        },
+    };
+    let num_blocks = config.gen_length / config.block_length;
+    let steps_per_block = config.steps / num_blocks;
+    let mut parallel_step = 0;
+    'blocks: for block in 0..num_blocks {
+        let start = prompt_len + block * config.block_length;
+        let end = start + config.block_length;
+        if let Some(par) = &config.parallel {
+            while run.block_has_mask(start, end) {
+                let cand = run.candidates(end);
+                let pred = run.predict(denoiser, &cand, rng)?;
+                let chosen = par.select(&pred.conf);
+                let (pos, cs) = pred.commit(&mut run.canvas, &chosen);
+                run.stats.steps += 1;
+                if run.candidates(end).len() == cand.len() {
+                    return Err(Error::Stalled { block });
+                }
+                on_step(&StepView {
+                    canvas: &run.canvas,
+                    prompt_len,
+                    committed: &pos,
+                    confidences: &cs,
+                    step: parallel_step,
+                    total_steps: config.gen_length,
+                    block,
+                    num_blocks,
+                });
+                parallel_step += 1;
+                if run.eos_settled() {
+                    break 'blocks;
+                }
+            }
+        } else {
+            let masks = run.canvas[start..end]
+                .iter()
+                .filter(|&&t| t == mask_id)
+                .count();
+            let counts = llada_transfer_counts(masks, steps_per_block);
+            for (i, &k) in counts.iter().enumerate() {
+                if k == 0 {
+                    continue;
+                }
+                let cand = run.candidates(end);
+                let pred = run.predict(denoiser, &cand, rng)?;
+                let chosen = select::top_k(&pred.conf, k);
+                let (pos, cs) = pred.commit(&mut run.canvas, &chosen);
+                run.stats.steps += 1;
+                on_step(&StepView {
+                    canvas: &run.canvas,
+                    prompt_len,
+                    committed: &pos,
+                    confidences: &cs,
+                    step: block * steps_per_block + i,
+                    total_steps: config.steps,
+                    block,
+                    num_blocks,
+                });
+                if run.eos_settled() {
+                    break 'blocks;
+                }
+            }
+        }
+    }
+    Ok(output::finish(
+        run.canvas,
+        prompt_len,
+        mask_id,
+        &config.eos_ids,
+        config.keep_after_eos,
+        run.stats,
+    ))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,105 @@
+//! What a sampler reports: per-step views for streaming and the final result.
+
+/// One denoising step, as seen by the `on_step` callback (the streaming canvas view).
+#[derive(Debug, Clone, Copy)]
+pub struct StepView<'a> {
+    /// The whole canvas after this step (prompt, committed tokens, masks).
+    pub canvas: &'a [u32],
+    /// Where the generated region starts in `canvas`.
+    pub prompt_len: usize,
+    /// Canvas positions committed this step, most confident first.
+    pub committed: &'a [usize],
+    /// The confidence each committed position was ranked by (same order as `committed`).
+    pub confidences: &'a [f64],
+    /// 0-based index of this step in the schedule.
+    pub step: usize,
+    /// Steps in the schedule (an upper bound in parallel mode).
+    pub total_steps: usize,
+    /// 0-based index of the current block.
+    pub block: usize,
+    /// Number of blocks.
+    pub num_blocks: usize,
+}
+
+/// Why generation ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Finish {
+    /// The schedule ran to its end (or no masks remained).
+    Completed,
+    /// An end token was committed with every position before it committed, so generation
+    /// stopped there; later steps could not have changed any earlier token.
+    Eos {
+        /// Index of the end token within the generated region.
+        index: usize,
+        /// The end token.
+        token: u32,
+    },
+}
+
+/// Counters describing a generation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stats {
+    /// Steps that ran the denoiser.
+    pub steps: usize,
+    /// Calls to [`Denoiser::logits`](crate::Denoiser::logits) (two per step with CFG).
+    pub denoiser_calls: usize,
+    /// Logit rows requested in total.
+    pub logit_rows: usize,
+    /// Why it ended.
+    pub finish: Finish,
+}
+
+/// The result of a generation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Generation {
+    /// The generated tokens (after the prompt): cut before the first end token unless
+    /// `keep_after_eos` was set.
+    pub tokens: Vec<u32>,
+    /// The final canvas, prompt included, not cut (masks may remain after an early stop).
+    pub canvas: Vec<u32>,
+    /// Counters.
+    pub stats: Stats,
+}
+
+/// The first end token of the generated region if every position before it is committed,
+/// as `(index in the generated region, token)`.
+pub(crate) fn settled_eos(
+    generated: &[u32],
+    mask_id: u32,
+    eos_ids: &[u32],
+) -> Option<(usize, u32)> {
+    for (i, &t) in generated.iter().enumerate() {
+        if t == mask_id {
+            return None;
+        }
+        if eos_ids.contains(&t) {
+            return Some((i, t));
+        }
+    }
+    None
+}
+
+/// Builds the result: `tokens` cut at the first end token unless `keep_after_eos`.
+pub(crate) fn finish(
+    canvas: Vec<u32>,
+    prompt_len: usize,
+    mask_id: u32,
+    eos_ids: &[u32],
+    keep_after_eos: bool,
+    mut stats: Stats,
+) -> Generation {
+    let generated = &canvas[prompt_len..];
+    let tokens = if keep_after_eos {
+        generated.to_vec()
+    } else if let Some((index, token)) = settled_eos(generated, mask_id, eos_ids) {
+        stats.finish = Finish::Eos { index, token };
+        generated[..index].to_vec()
+    } else {
+        generated.to_vec()
+    };
+    Generation {
+        tokens,
+        canvas,
+        stats,
+    }
+}

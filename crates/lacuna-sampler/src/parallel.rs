@@ -1,0 +1,68 @@
+//! Fast-dLLM's confidence-aware parallel decoding, an opt-in replacement for the official
+//! fixed schedule: each step commits every masked position of the current block that is
+//! confident enough (always at least the most confident one) and a block ends when it has no
+//! masks left, so easy spans take few steps.
+
+use crate::error::ConfigError;
+use crate::select;
+
+/// Which positions a parallel step commits.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ParallelRule {
+    /// Commit the most confident position and every other one with confidence at least this
+    /// value (Fast-dLLM `threshold`, default 0.9).
+    Threshold(f64),
+    /// Fast-dLLM's factor rule (`get_transfer_index_dynamic`): the `j`-th most confident
+    /// position (0-based) is committed while its confidence reaches `1 - factor / (j + 2)`.
+    Factor(f64),
+}
+
+/// The parallel decoding mode.
+///
+/// For LLaDA the confidence is the remasking strategy's (`low_confidence`: probability of the
+/// chosen token; `random`: a uniform draw) and the candidates are the masked positions before
+/// the end of the current block, as in Fast-dLLM's `generate`. For Dream it is the probability
+/// of the sampled token (Fast-dLLM's `confidence_threshold` algorithm, whatever `alg` says;
+/// `alg` and `alg_temp` are unused) over the masked positions of the current block.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ParallelConfig {
+    /// The commit rule.
+    pub rule: ParallelRule,
+}
+
+impl Default for ParallelConfig {
+    fn default() -> Self {
+        Self {
+            rule: ParallelRule::Threshold(0.9),
+        }
+    }
+}
+
+impl ParallelConfig {
+    /// Rejects a NaN or infinite threshold, or a factor that is not positive and finite.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        match self.rule {
+            ParallelRule::Threshold(t) if !t.is_finite() => Err(ConfigError::OutOfRange {
+                name: "threshold",
+                value: t,
+                expected: "a finite number (at most 1 to be useful)",
+            }),
+            ParallelRule::Factor(f) if !(f.is_finite() && f > 0.0) => {
+                Err(ConfigError::OutOfRange {
+                    name: "factor",
+                    value: f,
+                    expected: "a finite number above 0",
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Indices into `conf` (one confidence per candidate) to commit, most confident first.
+    pub fn select(&self, conf: &[f64]) -> Vec<usize> {
+        match self.rule {
+            ParallelRule::Threshold(t) => select::threshold_rule(conf, t),
+            ParallelRule::Factor(f) => select::factor_rule(conf, f),
+        }
+    }
+}

@@ -1,0 +1,136 @@
+"""Writes the committed sampler test cases: runs the transcription in official.py on the toy
+model and stores settings, the draws consumed, the per-step commits and the final canvas.
+
+    pip install numpy
+    python3 tools/sampler-ref/make_cases.py   # writes crates/lacuna-sampler/tests/data/*.json
+
+The Rust test (crates/lacuna-sampler/tests/official_cases.rs) replays each case through
+lacuna-sampler with the same toy model and draws and requires identical results.
+"""
+
+import json
+import os
+
+import numpy as np
+
+import official
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(HERE, "..", "..", "crates", "lacuna-sampler", "tests", "data")
+
+VOCAB = 16
+MASK = VOCAB  # outside the vocabulary: the toy model never predicts it
+EOS = 2
+
+LLADA = [
+    # name, overrides
+    ("llada_greedy_one_block", dict(gen_length=12, block_length=12, steps=12)),
+    ("llada_greedy_semi_ar", dict(gen_length=16, block_length=4, steps=8)),
+    ("llada_uneven_schedule", dict(gen_length=16, block_length=8, steps=6)),
+    ("llada_more_steps_than_masks", dict(gen_length=8, block_length=4, steps=16)),
+    ("llada_temperature", dict(gen_length=12, block_length=6, steps=6, temperature=0.7)),
+    ("llada_temperature_random", dict(gen_length=12, block_length=4, steps=6, temperature=1.0,
+                                      remasking="random")),
+    ("llada_random_greedy", dict(gen_length=12, block_length=12, steps=5, remasking="random")),
+    ("llada_cfg", dict(gen_length=12, block_length=6, steps=4, cfg_scale=1.5)),
+    ("llada_cfg_temperature", dict(gen_length=8, block_length=8, steps=4, cfg_scale=0.5,
+                                   temperature=0.5)),
+    ("llada_prompt_mask", dict(gen_length=8, block_length=4, steps=4, prompt_masks=[1, 3])),
+    ("llada_parallel_threshold", dict(gen_length=16, block_length=8, steps=8, threshold=0.9)),
+    ("llada_parallel_threshold_low", dict(gen_length=16, block_length=8, steps=8, threshold=0.3,
+                                          temperature=0.8)),
+    ("llada_parallel_factor", dict(gen_length=16, block_length=8, steps=8, factor=1.0)),
+    ("llada_parallel_factor_random", dict(gen_length=12, block_length=4, steps=3, factor=2.0,
+                                          remasking="random")),
+]
+
+DREAM = [
+    ("dream_origin_greedy", dict(gen_length=12, steps=12, alg="origin")),
+    ("dream_origin_temperature", dict(gen_length=12, steps=6, alg="origin", temperature=0.9)),
+    ("dream_maskgit_plus", dict(gen_length=12, steps=8, alg="maskgit_plus")),
+    ("dream_topk_margin", dict(gen_length=12, steps=5, alg="topk_margin")),
+    ("dream_entropy", dict(gen_length=12, steps=12, alg="entropy")),
+    ("dream_entropy_few_steps", dict(gen_length=16, steps=3, alg="entropy")),
+    ("dream_entropy_top_p", dict(gen_length=12, steps=7, alg="entropy", temperature=0.6,
+                                 top_p=0.9)),
+    ("dream_maskgit_top_k_alg_temp", dict(gen_length=12, steps=6, alg="maskgit_plus",
+                                          temperature=1.0, top_k=5, alg_temp=0.5)),
+    ("dream_entropy_alg_temp", dict(gen_length=12, steps=6, alg="entropy", alg_temp=0.25)),
+    ("dream_margin_top_p_top_k", dict(gen_length=10, steps=10, alg="topk_margin",
+                                      temperature=0.8, top_p=0.7, top_k=4)),
+    ("dream_empty_prompt", dict(gen_length=8, steps=4, alg="entropy", prompt_len=0)),
+    ("dream_prompt_mask", dict(gen_length=8, steps=4, alg="maskgit_plus", prompt_masks=[0, 2])),
+    ("dream_parallel_threshold", dict(gen_length=16, steps=16, block_length=4, threshold=0.9)),
+    ("dream_parallel_factor", dict(gen_length=12, steps=12, block_length=6, factor=1.0,
+                                   temperature=0.5, top_p=0.95)),
+]
+
+
+def prompt_for(rng, n, masks):
+    p = [int(t) for t in rng.integers(0, VOCAB, size=n)]
+    for i in masks:
+        p[i] = MASK
+    return p
+
+
+def run_case(name, family, o, seed):
+    rng = np.random.default_rng(seed)
+    model = official.ToyModel(VOCAB, 1000 + seed)
+    prompt = prompt_for(rng, o.get("prompt_len", 5), o.get("prompt_masks", []))
+    pool = official.Draws(int(v) for v in rng.integers(1, 1 << 24, size=400_000))
+    if family == "llada":
+        cfg = dict(gen_length=o["gen_length"], block_length=o["block_length"], steps=o["steps"],
+                   temperature=o.get("temperature", 0.0), cfg_scale=o.get("cfg_scale", 0.0),
+                   remasking=o.get("remasking", "low_confidence"),
+                   threshold=o.get("threshold"), factor=o.get("factor"))
+        x, history = official.llada_generate(
+            model, prompt, cfg["steps"], cfg["gen_length"], cfg["block_length"],
+            cfg["temperature"], cfg["cfg_scale"], cfg["remasking"], MASK, pool,
+            threshold=cfg["threshold"], factor=cfg["factor"])
+    else:
+        cfg = dict(gen_length=o["gen_length"], steps=o["steps"], eps=1e-3,
+                   alg=o.get("alg", "origin"), alg_temp=o.get("alg_temp", 0.0),
+                   temperature=o.get("temperature", 0.0), top_p=o.get("top_p"),
+                   top_k=o.get("top_k"), block_length=o.get("block_length"),
+                   threshold=o.get("threshold"), factor=o.get("factor"))
+        if cfg["threshold"] is None and cfg["factor"] is None:
+            x, history = official.dream_sample(
+                model, prompt, cfg["gen_length"], cfg["steps"], cfg["eps"], cfg["alg"],
+                cfg["alg_temp"], cfg["temperature"], cfg["top_p"], cfg["top_k"], MASK, pool)
+        else:
+            x, history = official.dream_parallel(
+                model, prompt, cfg["gen_length"], cfg["block_length"], cfg["temperature"],
+                cfg["top_p"], cfg["top_k"], MASK, pool, threshold=cfg["threshold"],
+                factor=cfg["factor"])
+    return {
+        "name": name,
+        "family": family,
+        "vocab": VOCAB,
+        "model_seed": 1000 + seed,
+        "mask_id": MASK,
+        "eos_id": EOS,
+        "prompt": prompt,
+        "config": cfg,
+        "draws24": pool.n[: pool.i],
+        "steps": [[int(p) for p in h] for h in history],
+        "canvas": [int(t) for t in x],
+    }
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    cases = []
+    for seed, (name, o) in enumerate(LLADA):
+        cases.append(run_case(name, "llada", o, seed))
+    for seed, (name, o) in enumerate(DREAM):
+        cases.append(run_case(name, "dream", o, 100 + seed))
+    for c in cases:
+        with open(os.path.join(OUT, c["name"] + ".json"), "w") as f:
+            json.dump(c, f, separators=(",", ":"))
+            f.write("\n")
+        eos = EOS in c["canvas"][len(c["prompt"]):]
+        print(f'{c["name"]}: {len(c["steps"])} steps, {len(c["draws24"])} draws, eos={eos}')
+
+
+if __name__ == "__main__":
+    main()

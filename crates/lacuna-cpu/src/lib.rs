@@ -2,5 +2,39 @@
 //! bidirectional attention, RMSNorm, RoPE, SwiGLU and the sampler's vocabulary-row math.
 //!
 //! The only crate with `#[target_feature]` code. The instruction path (AMX, AVX-512 VNNI,
-//! AVX-VNNI, AVX2, scalar) is detected once at run time; every fast path is tested against
-//! the scalar references of [`lacuna_quant`]. Knows nothing of models.
+//! AVX-VNNI, AVX2, scalar) is detected once at run time ([`Path::active`], overridable with
+//! `LACUNA_CPU_PATH`); every fast path is tested against the scalar path and against ggml's
+//! scalar reference arithmetic. Knows nothing of models.
+//!
+//! ```
+//! use lacuna_cpu::{PackedWeight, Workspace, matmul};
+//! use lacuna_quant::GgmlType;
+//! let (n, k, t) = (3, 4, 2);
+//! let w: Vec<u8> = (0..n * k).flat_map(|i| (i as f32).to_le_bytes()).collect();
+//! let w = PackedWeight::new(GgmlType::F32, n, k, &w)?;
+//! let x = vec![1.0f32; t * k];
+//! let mut y = vec![0.0f32; t * n];
+//! matmul(&x, t, &w, &mut y, &mut Workspace::new())?;
+//! assert_eq!(y, [6.0, 22.0, 38.0, 6.0, 22.0, 38.0]);
+//! # Ok::<(), lacuna_cpu::Error>(())
+//! ```
+
+// Kernels index several parallel arrays (registers, panels, tokens) with one loop index;
+// iterator rewrites would obscure the register tiling.
+#![allow(clippy::needless_range_loop)]
+
+mod acts;
+mod blocks;
+mod error;
+mod gemm;
+mod ops;
+mod packed;
+mod path;
+
+pub use error::Error;
+pub use gemm::{Workspace, matmul, matmul_on};
+pub use ops::{
+    argmax, attention, log_softmax, rms_norm, rope_neox, rope_normal, softmax, swiglu, top_k, top2,
+};
+pub use packed::PackedWeight;
+pub use path::Path;

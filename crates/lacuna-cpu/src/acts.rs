@@ -1,0 +1,141 @@
+//! Activation quantization, once per matmul, to the int8 format the weight type pairs with
+//! in ggml: Q8_K for the K-quants, Q8_0 for Q8_0/Q4_0, and f16/bf16 rounding for F16/BF16
+//! weights (ggml's `vec_dot_type`). Parity with llama.cpp depends on these bits.
+//!
+//! Quantized activations are stored biased, `u8 = q + 128`, so that the VNNI microkernels
+//! multiply unsigned activations by signed weights (`vpdpbusd`); the bias is removed with a
+//! per-row correction computed at packing time.
+
+use rayon::prelude::*;
+
+/// ggml's `nearest_int`: round half to even (exact for |x| < 2^22, always true here).
+fn nearest_int(x: f32) -> i32 {
+    x.round_ties_even() as i32
+}
+
+/// ggml's `quantize_row_q8_K_ref` for one 256-element block: returns `d` and writes the
+/// biased quants and the 8 sums over 32 elements.
+pub(crate) fn quantize_q8k_block(x: &[f32], q: &mut [u8], sums32: &mut [i16]) -> f32 {
+    let (mut max, mut amax) = (0.0f32, 0.0f32);
+    for &v in x {
+        if v.abs() > amax {
+            amax = v.abs();
+            max = v;
+        }
+    }
+    if amax == 0.0 {
+        q.fill(128);
+        sums32.fill(0);
+        return 0.0;
+    }
+    let iscale = -127.0f32 / max;
+    for (o, &v) in q.iter_mut().zip(x) {
+        let i = nearest_int(iscale * v).min(127);
+        *o = (i + 128) as u8;
+    }
+    for (s, c) in sums32.iter_mut().zip(q.chunks_exact(32)) {
+        *s = c.iter().map(|&u| i16::from(u) - 128).sum();
+    }
+    1.0 / iscale
+}
+
+/// ggml's x86 `quantize_row_q8_0` (the AVX2 variant llama.cpp runs on x86: `id = 127/amax`,
+/// round half to even) for one 32-element block: returns `d` as the f16 ggml stores, widened.
+pub(crate) fn quantize_q8_0_block(x: &[f32], q: &mut [u8]) -> f32 {
+    let amax = x.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+    let d = half::f16::from_f32(amax / 127.0).to_f32();
+    let id = if amax != 0.0 { 127.0 / amax } else { 0.0 };
+    for (o, &v) in q.iter_mut().zip(x) {
+        let i = nearest_int(v * id).clamp(-128, 127);
+        *o = (i + 128) as u8;
+    }
+    d
+}
+
+/// How activations are prepared for a weight type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ActKind {
+    /// Q8_K: 256-element blocks with f32 scale and sums per 32.
+    Q8K,
+    /// Q8_0: 32-element blocks with f16 scale.
+    Q8_0,
+    /// Plain f32 activations, optionally rounded through f16 or bf16.
+    Float(FloatRound),
+}
+
+/// Rounding applied to f32 activations before a float GEMM.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FloatRound {
+    None,
+    F16,
+    Bf16,
+}
+
+/// Quantized or rounded activations for one matmul (reused between matmuls).
+#[derive(Debug, Default)]
+pub(crate) struct Acts {
+    /// Biased quants, `[t][k]`.
+    pub(crate) q: Vec<u8>,
+    /// Scale per block, `[t][k / block]`.
+    pub(crate) d: Vec<f32>,
+    /// Sums of the (unbiased) quants per 32 elements, `[t][k / 32]` (Q8_K only).
+    pub(crate) sums: Vec<i16>,
+    /// Rounded float activations, `[t][k]` (float weights only).
+    pub(crate) f: Vec<f32>,
+}
+
+impl Acts {
+    /// Fills `self` from `x` (`t` rows of `k`), growing buffers only when needed.
+    pub(crate) fn prepare(&mut self, kind: ActKind, x: &[f32], t: usize, k: usize) {
+        match kind {
+            ActKind::Q8K => {
+                resize(&mut self.q, t * k);
+                resize(&mut self.d, t * k / 256);
+                resize(&mut self.sums, t * k / 32);
+                self.q[..t * k]
+                    .par_chunks_mut(256)
+                    .zip(self.d[..t * k / 256].par_iter_mut())
+                    .zip(self.sums[..t * k / 32].par_chunks_mut(8))
+                    .zip(x.par_chunks(256))
+                    .with_min_len(64)
+                    .for_each(|(((q, d), s), x)| *d = quantize_q8k_block(x, q, s));
+            }
+            ActKind::Q8_0 => {
+                resize(&mut self.q, t * k);
+                resize(&mut self.d, t * k / 32);
+                self.q[..t * k]
+                    .par_chunks_mut(32)
+                    .zip(self.d[..t * k / 32].par_iter_mut())
+                    .zip(x.par_chunks(32))
+                    .with_min_len(256)
+                    .for_each(|((q, d), x)| *d = quantize_q8_0_block(x, q));
+            }
+            ActKind::Float(round) => {
+                resize(&mut self.f, t * k);
+                let f = &mut self.f[..t * k];
+                match round {
+                    FloatRound::None => f.copy_from_slice(x),
+                    FloatRound::F16 => {
+                        for (o, &v) in f.iter_mut().zip(x) {
+                            *o = half::f16::from_f32(v).to_f32();
+                        }
+                    }
+                    FloatRound::Bf16 => {
+                        for (o, &v) in f.iter_mut().zip(x) {
+                            *o = half::bf16::from_f32(v).to_f32();
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn resize<T: Default + Clone>(v: &mut Vec<T>, n: usize) {
+    if v.len() < n {
+        v.resize(n, T::default());
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,99 @@
+use super::*;
+use crate::gemm::tests::Rng;
+use lacuna_quant::GgmlType;
+
+fn row(rng: &mut Rng, k: usize, scale: f32) -> Vec<f32> {
+    (0..k).map(|_| rng.f32() * scale).collect()
+}
+
+#[test]
+fn q8k_is_bit_exact_with_ggml_reference() {
+    let mut rng = Rng(0x8c);
+    for scale in [1e-6f32, 1.0, 1e4] {
+        let x = row(&mut rng, 1024, scale);
+        let mut a = Acts::default();
+        a.prepare(ActKind::Q8K, &x, 1, 1024);
+        let mut want = vec![0u8; GgmlType::Q8_K.row_bytes(1024).unwrap() as usize];
+        lacuna_quant::quantize_row(GgmlType::Q8_K, &x, &mut want).unwrap();
+        for (b, blk) in want.chunks_exact(292).enumerate() {
+            assert_eq!(a.d[b].to_le_bytes(), blk[0..4], "d of block {b}");
+            for i in 0..256 {
+                assert_eq!((a.q[b * 256 + i] ^ 0x80) as i8, blk[4 + i] as i8);
+            }
+            for j in 0..8 {
+                let bs = |j: usize| i16::from_le_bytes([blk[260 + 2 * j], blk[261 + 2 * j]]);
+                assert_eq!(a.sums[b * 8 + j], bs(2 * j) + bs(2 * j + 1));
+            }
+        }
+    }
+}
+
+#[test]
+fn q8k_zero_block_has_zero_scale() {
+    let mut a = Acts::default();
+    a.prepare(ActKind::Q8K, &[0.0; 256], 1, 256);
+    assert_eq!(a.d[0], 0.0);
+    assert!(a.q[..256].iter().all(|&u| u == 128));
+    assert!(a.sums[..8].iter().all(|&s| s == 0));
+}
+
+#[test]
+fn q8_0_x86_variant_is_within_one_of_reference_with_same_scale() {
+    // ggml's x86 quantizer uses `127 / amax` and round-half-even; the portable reference
+    // `1 / (amax / 127)` and round-half-away: quants may differ by one on near-ties only.
+    let mut rng = Rng(0x80);
+    let x = row(&mut rng, 32 * 64, 3.0);
+    let mut a = Acts::default();
+    a.prepare(ActKind::Q8_0, &x, 1, x.len());
+    let mut want = vec![0u8; 34 * 64];
+    lacuna_quant::quantize_row(GgmlType::Q8_0, &x, &mut want).unwrap();
+    let mut differ = 0;
+    for (b, blk) in want.chunks_exact(34).enumerate() {
+        assert_eq!(half::f16::from_le_bytes([blk[0], blk[1]]).to_f32(), a.d[b]);
+        for i in 0..32 {
+            let (g, w) = (
+                i32::from((a.q[b * 32 + i] ^ 0x80) as i8),
+                i32::from(blk[2 + i] as i8),
+            );
+            assert!((g - w).abs() <= 1);
+            differ += usize::from(g != w);
+        }
+    }
+    assert!(differ < 8, "{differ} quants differ");
+}
+
+#[test]
+fn q8_0_quants_reconstruct_input() {
+    let mut rng = Rng(0x81);
+    let x = row(&mut rng, 256, 50.0);
+    let mut a = Acts::default();
+    a.prepare(ActKind::Q8_0, &x, 1, 256);
+    for (i, &v) in x.iter().enumerate() {
+        let q = f32::from((a.q[i] ^ 0x80) as i8);
+        let d = a.d[i / 32];
+        // Half a step, plus the f16 rounding of d times the largest quant.
+        assert!(
+            (q * d - v).abs() <= 0.5 * d + 127.0 * d / 1024.0,
+            "{v} vs {q} * {d}"
+        );
+        assert!(q.abs() <= 127.0);
+    }
+}
+
+#[test]
+fn float_rounding_modes() {
+    let x = [1.0f32 + 1.0 / 1024.0 + 1.0 / 4096.0, -3.3];
+    let mut a = Acts::default();
+    a.prepare(ActKind::Float(FloatRound::F16), &x, 1, 2);
+    assert_eq!(
+        a.f[..2],
+        [
+            half::f16::from_f32(x[0]).to_f32(),
+            half::f16::from_f32(-3.3).to_f32()
+        ]
+    );
+    a.prepare(ActKind::Float(FloatRound::Bf16), &x, 1, 2);
+    assert_eq!(a.f[0], 1.0);
+    a.prepare(ActKind::Float(FloatRound::None), &x, 1, 2);
+    assert_eq!(a.f[..2], x);
+}

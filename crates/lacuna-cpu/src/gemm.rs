@@ -1,0 +1,192 @@
+//! `Y[T x N] = X[T x K] . W[N x K]^T` over a whole canvas: activation quantization once per
+//! matmul, then one microkernel per instruction path over panels of 16 weight rows, two
+//! panels per `rayon` task, every token per task.
+//!
+//! # Arithmetic (identical on every path)
+//! For each output `(t, n)` and each weight block `b` (256 elements for K-quants, 32 for
+//! Q8_0/Q4_0), the integer sums are exact: `isum = sum_sub(sc * sum(x_q * w_q))` and, for
+//! Q4_K/Q5_K, `msum = sum_j(min_j * sum32_j(x_q))`. They are folded into an f32 accumulator
+//! starting at 0, block by block in K order, as
+//! `acc = acc + (d_w * d_x) * isum` then `acc = acc - (dmin_w * d_x) * msum`
+//! (separate multiply and add, no FMA), so every path gives bit-identical results, and the
+//! thread count never changes a result. ggml's scalar `vec_dot_*` computes the same integer
+//! sums and the same `d_w * d_x` products but sums blocks in another order (8 lanes for the
+//! K-quants), so the two differ by f32 rounding only: at most about
+//! `2 * (8 * blocks + 8) * f32::EPSILON * sum(|term|)` over ggml's per-lane terms (tested).
+//!
+//! Float weights: `acc = fma(w, x, acc)` over K in order per output, with `x` first rounded
+//! to f16/bf16 for F16/BF16 weights as ggml does (its `vec_dot_type`).
+
+use rayon::prelude::*;
+
+use crate::acts::Acts;
+use crate::packed::{FloatPacked, Inner, PANEL, QuantPacked};
+use crate::{Error, PackedWeight, Path};
+
+mod scalar;
+#[cfg(target_arch = "x86_64")]
+mod x86;
+
+/// Reusable buffers for [`matmul`]: keep one per thread of the caller and the hot loop never
+/// allocates once the buffers have grown to the largest matmul.
+#[derive(Debug, Default)]
+pub struct Workspace {
+    acts: Acts,
+}
+
+impl Workspace {
+    /// An empty workspace; buffers grow on first use.
+    pub fn new() -> Workspace {
+        Workspace::default()
+    }
+}
+
+/// `y[t][n] = sum_k x[t][k] * w[n][k]` on the active path ([`Path::active`]).
+///
+/// `x` is `t x k` row-major f32, `y` is `t x n` row-major and is overwritten. To compute
+/// only some rows of `X` (e.g. the LM head over masked positions), gather those rows into
+/// `x` and pass their count as `t`.
+pub fn matmul(
+    x: &[f32],
+    t: usize,
+    w: &PackedWeight,
+    y: &mut [f32],
+    ws: &mut Workspace,
+) -> Result<(), Error> {
+    matmul_on(Path::active()?, x, t, w, y, ws)
+}
+
+/// [`matmul`] on a chosen instruction path (tests and benches run every available one).
+pub fn matmul_on(
+    path: Path,
+    x: &[f32],
+    t: usize,
+    w: &PackedWeight,
+    y: &mut [f32],
+    ws: &mut Workspace,
+) -> Result<(), Error> {
+    if !path.is_available() {
+        return Err(Error::PathUnavailable { path });
+    }
+    let (n, k) = (w.n(), w.k());
+    check_len("x", x.len(), t.checked_mul(k))?;
+    check_len("y", y.len(), t.checked_mul(n))?;
+    if t == 0 {
+        return Ok(());
+    }
+    ws.acts.prepare(w.act_kind(), x, t, k);
+    let out = Out {
+        ptr: y.as_mut_ptr(),
+        n,
+        t,
+    };
+    let acts = &ws.acts;
+    let gemm_path = path.gemm_path();
+    match &w.inner {
+        Inner::Quant(q) => {
+            let kernel = quant_kernel(gemm_path);
+            for_tasks(q.panels, |p0, np| {
+                // SAFETY: the path is available (checked above); each task writes only
+                // the columns of its own panels (see `Out`).
+                unsafe { kernel(q, acts, p0, np, out) }
+            });
+        }
+        Inner::Float(f) => {
+            let kernel = float_kernel(gemm_path);
+            for_tasks(f.panels, |p0, np| {
+                // SAFETY: as above.
+                unsafe { kernel(f, &acts.f, p0, np, out) }
+            });
+        }
+    }
+    Ok(())
+}
+
+fn check_len(what: &'static str, found: usize, expected: Option<usize>) -> Result<(), Error> {
+    let expected = expected.ok_or(Error::BadShape {
+        what,
+        detail: "t * dimension overflows",
+    })?;
+    if found != expected {
+        return Err(Error::BadLength {
+            what,
+            expected,
+            found,
+        });
+    }
+    Ok(())
+}
+
+/// Runs `f(first_panel, panel_count)` over pairs of panels in parallel.
+fn for_tasks(panels: usize, f: impl Fn(usize, usize) + Sync) {
+    (0..panels.div_ceil(2))
+        .into_par_iter()
+        .for_each(|pp| f(2 * pp, (panels - 2 * pp).min(2)));
+}
+
+/// A quantized-GEMM kernel: computes panels `p0..p0 + np` (np is 1 or 2) for every token.
+///
+/// # Safety
+/// The CPU must support the kernel's path, and no other thread may write the columns of
+/// these panels in `out` meanwhile.
+pub(crate) type QuantKernel = unsafe fn(&QuantPacked, &Acts, usize, usize, Out);
+/// A float-GEMM kernel (same contract as [`QuantKernel`]; activations `[t][k]`).
+pub(crate) type FloatKernel = unsafe fn(&FloatPacked, &[f32], usize, usize, Out);
+
+fn quant_kernel(path: Path) -> QuantKernel {
+    match path {
+        #[cfg(target_arch = "x86_64")]
+        Path::Avx512Vnni | Path::Amx => x86::avx512::quant_panels,
+        #[cfg(target_arch = "x86_64")]
+        Path::AvxVnni => x86::avxvnni::quant_panels,
+        #[cfg(target_arch = "x86_64")]
+        Path::Avx2 => x86::avx2::quant_panels,
+        _ => scalar::quant_panels,
+    }
+}
+
+fn float_kernel(path: Path) -> FloatKernel {
+    match path {
+        #[cfg(target_arch = "x86_64")]
+        Path::Avx512Vnni | Path::Amx => x86::avx512::float_panels,
+        #[cfg(target_arch = "x86_64")]
+        Path::AvxVnni | Path::Avx2 => x86::avx2::float_panels,
+        _ => scalar::float_panels,
+    }
+}
+
+/// The output matrix, shared by the tasks: each writes only its own panels' columns.
+#[derive(Clone, Copy)]
+pub(crate) struct Out {
+    ptr: *mut f32,
+    /// Columns (row stride).
+    pub(crate) n: usize,
+    /// Rows (tokens).
+    pub(crate) t: usize,
+}
+
+// SAFETY: `Out` is only a pointer into the caller's `y`, which outlives the parallel loop
+// (`matmul_on` borrows it mutably throughout); tasks write disjoint columns.
+unsafe impl Send for Out {}
+// SAFETY: as above.
+unsafe impl Sync for Out {}
+
+impl Out {
+    /// Columns of panel `p` that exist (1..=16).
+    pub(crate) fn valid(self, p: usize) -> usize {
+        (self.n - p * PANEL).min(PANEL)
+    }
+
+    /// Pointer to `y[t][p * 16]`.
+    ///
+    /// # Safety
+    /// `t < self.t` and panel `p` exists; writes through it must stay within
+    /// [`Out::valid`] columns of a panel the caller owns.
+    pub(crate) unsafe fn at(self, t: usize, p: usize) -> *mut f32 {
+        // SAFETY: in bounds of `y` (t x n) by the caller's contract.
+        unsafe { self.ptr.add(t * self.n + p * PANEL) }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

@@ -1,0 +1,83 @@
+//! ggml's scalar `ggml_vec_dot_*` (ggml-cpu/quants.c, generic versions), transcribed with
+//! their float summation order, over raw ggml blocks and ggml-format activations. Tests only.
+
+use crate::blocks::{QuantKind, decode};
+
+/// One activation row in ggml's form: signed quants, a scale per block (`d`), and for
+/// Q8_K the 16-element `bsums`.
+pub(crate) struct GgmlActs<'a> {
+    pub(crate) q: &'a [i8],
+    pub(crate) d: &'a [f32],
+}
+
+/// `ggml_vec_dot_<kind>_q8_K` / `_q8_0` for one weight row (raw bytes) and one activation row.
+pub(crate) fn vec_dot(kind: QuantKind, row: &[u8], x: &GgmlActs<'_>) -> f32 {
+    let bsize = kind.ty().type_size();
+    let block = kind.block();
+    match kind {
+        QuantKind::Q8_0 | QuantKind::Q4_0 => {
+            // sumf += sumi * (d_x * d_y)
+            let mut sumf = 0.0f32;
+            for (b, raw) in row.chunks_exact(bsize).enumerate() {
+                let dec = decode(kind, raw);
+                let q8 = &x.q[b * 32..][..32];
+                let sumi: i32 = (0..32)
+                    .map(|i| i32::from(dec.q[i]) * i32::from(q8[i]))
+                    .sum();
+                sumf += sumi as f32 * (dec.d * x.d[b]);
+            }
+            sumf
+        }
+        QuantKind::Q4K | QuantKind::Q5K | QuantKind::Q6K => {
+            let mut sums = [0.0f32; 8];
+            let mut sumf = 0.0f32;
+            for (b, raw) in row.chunks_exact(bsize).enumerate() {
+                let dec = decode(kind, raw);
+                let q8 = &x.q[b * block..][..block];
+                let sub = kind.sub();
+                let mut aux32 = [0i32; 8];
+                for (i, (&w, &q)) in dec.q.iter().zip(q8).enumerate() {
+                    aux32[i % 8] += dec.sc[i / sub] * (i32::from(w) * i32::from(q));
+                }
+                let d = dec.d * x.d[b];
+                for l in 0..8 {
+                    sums[l] += d * aux32[l] as f32;
+                }
+                if kind.has_mins() {
+                    let bsums: Vec<i32> = q8
+                        .chunks_exact(16)
+                        .map(|c| c.iter().map(|&v| i32::from(v)).sum())
+                        .collect();
+                    let sumi: i32 = (0..16).map(|j| bsums[j] * i32::from(dec.mins[j / 2])).sum();
+                    let dmin = dec.dmin * x.d[b];
+                    sumf -= dmin * sumi as f32;
+                }
+            }
+            sumf + sums.iter().sum::<f32>()
+        }
+    }
+}
+
+/// Sum of the absolute values of the terms ggml adds (per block and per lane of its 8-lane
+/// integer accumulator): the scale of the f32 rounding error of any summation order.
+pub(crate) fn abs_terms(kind: QuantKind, row: &[u8], x: &GgmlActs<'_>) -> f64 {
+    let bsize = kind.ty().type_size();
+    let block = kind.block();
+    let mut s = 0.0f64;
+    for (b, raw) in row.chunks_exact(bsize).enumerate() {
+        let dec = decode(kind, raw);
+        let q8 = &x.q[b * block..][..block];
+        let mut lanes = [0i64; 8];
+        let mut msum = 0i64;
+        for (i, (&w, &q)) in dec.q.iter().zip(q8).enumerate() {
+            lanes[i % 8] += i64::from(dec.sc[i / kind.sub()]) * i64::from(w) * i64::from(q);
+            msum += i64::from(dec.mins[i / 32]) * i64::from(q);
+        }
+        let d = f64::from(dec.d) * f64::from(x.d[b]);
+        s += lanes.iter().map(|&l| (d * l as f64).abs()).sum::<f64>();
+        if kind.has_mins() {
+            s += (f64::from(dec.dmin) * f64::from(x.d[b]) * msum as f64).abs();
+        }
+    }
+    s
+}

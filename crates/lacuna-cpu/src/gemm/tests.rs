@@ -1,0 +1,300 @@
+use super::*;
+use crate::acts::{ActKind, FloatRound};
+use crate::blocks::QuantKind;
+use lacuna_quant::GgmlType;
+use proptest::prelude::*;
+
+#[path = "reference.rs"]
+mod reference;
+
+/// A small deterministic generator for bulk test data (proptest picks the seed).
+pub(crate) struct Rng(pub(crate) u64);
+
+impl Rng {
+    pub(crate) fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    pub(crate) fn f32(&mut self) -> f32 {
+        (self.next() >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0
+    }
+}
+
+const QUANT: [GgmlType; 5] = [
+    GgmlType::Q4_K,
+    GgmlType::Q5_K,
+    GgmlType::Q6_K,
+    GgmlType::Q8_0,
+    GgmlType::Q4_0,
+];
+const FLOAT: [GgmlType; 3] = [GgmlType::F32, GgmlType::F16, GgmlType::BF16];
+
+/// Random weights of `ty`: random bytes for the quants and scales, finite f16 super-scales
+/// of magnitude `scale` (so large and small values are both exercised).
+fn weights(ty: GgmlType, n: usize, k: usize, rng: &mut Rng, scale: f32) -> Vec<u8> {
+    let mut out = Vec::new();
+    match ty {
+        GgmlType::F32 => (0..n * k).for_each(|_| out.extend((rng.f32() * scale).to_le_bytes())),
+        GgmlType::F16 => (0..n * k)
+            .for_each(|_| out.extend(half::f16::from_f32(rng.f32() * scale).to_le_bytes())),
+        GgmlType::BF16 => (0..n * k)
+            .for_each(|_| out.extend(half::bf16::from_f32(rng.f32() * scale).to_le_bytes())),
+        _ => {
+            let bsize = ty.type_size();
+            for _ in 0..n * k / ty.block_size() {
+                let mut b: Vec<u8> = (0..bsize).map(|_| rng.next() as u8).collect();
+                let mut put = |at: usize, v: f32| {
+                    b[at..at + 2].copy_from_slice(&half::f16::from_f32(v).to_le_bytes());
+                };
+                match ty {
+                    GgmlType::Q4_K | GgmlType::Q5_K => {
+                        put(0, rng.f32() * scale / 64.0);
+                        put(2, rng.f32() * scale / 64.0);
+                    }
+                    GgmlType::Q6_K => put(208, rng.f32() * scale / 64.0),
+                    _ => put(0, rng.f32() * scale / 16.0),
+                }
+                out.extend(b);
+            }
+        }
+    }
+    out
+}
+
+fn acts(t: usize, k: usize, rng: &mut Rng, scale: f32) -> Vec<f32> {
+    (0..t * k)
+        .map(|_| {
+            // A few exact zeros and a few outliers, as real activations have.
+            match rng.next() % 64 {
+                0 => 0.0,
+                1 => rng.f32() * scale * 30.0,
+                _ => rng.f32() * scale,
+            }
+        })
+        .collect()
+}
+
+fn run(path: Path, w: &PackedWeight, x: &[f32], t: usize) -> Vec<f32> {
+    let mut y = vec![f32::NAN; t * w.n()];
+    matmul_on(path, x, t, w, &mut y, &mut Workspace::new()).unwrap();
+    y
+}
+
+/// The activation row in ggml's byte format (block_q8_K / block_q8_0).
+fn ggml_act_bytes(kind: QuantKind, a: &reference::GgmlActs<'_>) -> Vec<u8> {
+    let mut out = Vec::new();
+    if kind.block() == 256 {
+        for (b, q) in a.q.chunks_exact(256).enumerate() {
+            out.extend(a.d[b].to_le_bytes());
+            out.extend(q.iter().map(|&v| v as u8));
+            for c in q.chunks_exact(16) {
+                out.extend(c.iter().map(|&v| i16::from(v)).sum::<i16>().to_le_bytes());
+            }
+        }
+    } else {
+        for (b, q) in a.q.chunks_exact(32).enumerate() {
+            out.extend(half::f16::from_f32(a.d[b]).to_le_bytes());
+            out.extend(q.iter().map(|&v| v as u8));
+        }
+    }
+    out
+}
+
+fn shape() -> impl Strategy<Value = (usize, usize, usize, u64, f32)> {
+    (
+        1usize..14,
+        1usize..70,
+        1usize..4,
+        any::<u64>(),
+        prop_oneof![Just(1e-3f32), Just(1.0), Just(300.0)],
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// Every available path gives bit-identical results to the scalar path.
+    #[test]
+    fn paths_agree_bitwise((t, n, kb, seed, scale) in shape()) {
+        let mut rng = Rng(seed | 1);
+        for ty in QUANT.into_iter().chain(FLOAT) {
+            let k = kb * if ty.block_size() == 256 { 256 } else { 64 };
+            let w = PackedWeight::new(ty, n, k, &weights(ty, n, k, &mut rng, scale)).unwrap();
+            let x = acts(t, k, &mut rng, scale);
+            let want = run(Path::Scalar, &w, &x, t);
+            for path in Path::available() {
+                let got = run(path, &w, &x, t);
+                let same = got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits());
+                prop_assert!(same, "{ty} on {path}: t={t} n={n} k={k}\n{got:?}\n{want:?}");
+            }
+        }
+    }
+
+    /// The scalar path matches ggml's scalar vec_dot within the documented f32 bound.
+    #[test]
+    fn quant_matches_ggml_reference((t, n, kb, seed, scale) in shape()) {
+        let mut rng = Rng(seed | 1);
+        for ty in QUANT {
+            let kind = QuantKind::of(ty).unwrap();
+            let k = kb * if ty.block_size() == 256 { 256 } else { 64 };
+            let bytes = weights(ty, n, k, &mut rng, scale);
+            let w = PackedWeight::new(ty, n, k, &bytes).unwrap();
+            let x = acts(t, k, &mut rng, scale);
+            let y = run(Path::Scalar, &w, &x, t);
+            let mut a = Acts::default();
+            a.prepare(w.act_kind(), &x, t, k);
+            let q: Vec<i8> = a.q[..t * k].iter().map(|&u| (u ^ 0x80) as i8).collect();
+            let nblk = k / kind.block();
+            let row_bytes = bytes.len() / n;
+            for ti in 0..t {
+                let ga = reference::GgmlActs { q: &q[ti * k..][..k], d: &a.d[ti * nblk..][..nblk] };
+                for ni in 0..n {
+                    let row = &bytes[ni * row_bytes..][..row_bytes];
+                    let want = reference::vec_dot(kind, row, &ga);
+                    let bound = (8 * nblk + 8) as f64 * 2.0 * f64::from(f32::EPSILON)
+                        * reference::abs_terms(kind, row, &ga);
+                    let got = y[ti * n + ni];
+                    let lq = lacuna_quant::vec_dot(ty, k, row, &ggml_act_bytes(kind, &ga)).unwrap();
+                    prop_assert!(
+                        (f64::from(got) - f64::from(lq)).abs() <= bound,
+                        "{ty} t={ti} n={ni}: got {got} lacuna-quant {lq} bound {bound}"
+                    );
+                    prop_assert!(
+                        (f64::from(got) - f64::from(want)).abs() <= bound,
+                        "{ty} t={ti} n={ni}: got {got} ggml {want} bound {bound}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// Float weights: within `k` roundings of the f64 dot of the rounded activations.
+    #[test]
+    fn float_matches_f64((t, n, kb, seed, scale) in shape()) {
+        let mut rng = Rng(seed | 1);
+        for ty in FLOAT {
+            let k = kb * 48 + 5;
+            let w = PackedWeight::new(ty, n, k, &weights(ty, n, k, &mut rng, scale)).unwrap();
+            let x = acts(t, k, &mut rng, scale);
+            let y = run(Path::Scalar, &w, &x, t);
+            let Inner::Float(f) = &w.inner else { unreachable!() };
+            let round = |v: f32| match f.round {
+                FloatRound::None => v,
+                FloatRound::F16 => half::f16::from_f32(v).to_f32(),
+                FloatRound::Bf16 => half::bf16::from_f32(v).to_f32(),
+            };
+            for ti in 0..t {
+                for ni in 0..n {
+                    let (mut exact, mut abs) = (0.0f64, 0.0f64);
+                    for kk in 0..k {
+                        let wv = f64::from(f.w[(ni / PANEL) * PANEL * k + kk * PANEL + ni % PANEL]);
+                        let p = wv * f64::from(round(x[ti * k + kk]));
+                        exact += p;
+                        abs += p.abs();
+                    }
+                    let got = f64::from(y[ti * n + ni]);
+                    prop_assert!((got - exact).abs() <= (k as f64 + 1.0) * f64::from(f32::EPSILON) * abs);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn thread_count_does_not_change_results() {
+    let mut rng = Rng(0x5eed);
+    let (t, n, k) = (9, 100, 512);
+    for ty in [GgmlType::Q4_K, GgmlType::Q8_0, GgmlType::F16] {
+        let w = PackedWeight::new(ty, n, k, &weights(ty, n, k, &mut rng, 1.0)).unwrap();
+        let x = acts(t, k, &mut rng, 1.0);
+        let results: Vec<Vec<f32>> = [1, 3]
+            .into_iter()
+            .map(|threads| {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .unwrap();
+                pool.install(|| run(Path::best(), &w, &x, t))
+            })
+            .collect();
+        assert!(results[0].iter().all(|v| v.is_finite()));
+        assert_eq!(results[0], results[1], "{ty}");
+    }
+}
+
+#[test]
+fn workspace_reuse_across_shapes_gives_fresh_results() {
+    let mut rng = Rng(77);
+    let mut ws = Workspace::new();
+    let big = PackedWeight::new(
+        GgmlType::Q6_K,
+        40,
+        1024,
+        &weights(GgmlType::Q6_K, 40, 1024, &mut rng, 1.0),
+    )
+    .unwrap();
+    let small = PackedWeight::new(
+        GgmlType::Q6_K,
+        17,
+        256,
+        &weights(GgmlType::Q6_K, 17, 256, &mut rng, 1.0),
+    )
+    .unwrap();
+    let xb = acts(7, 1024, &mut rng, 1.0);
+    let xs = acts(3, 256, &mut rng, 1.0);
+    let mut yb = vec![0.0; 7 * 40];
+    let mut ys = vec![0.0; 3 * 17];
+    matmul_on(Path::best(), &xb, 7, &big, &mut yb, &mut ws).unwrap();
+    matmul_on(Path::best(), &xs, 3, &small, &mut ys, &mut ws).unwrap();
+    assert_eq!(ys, run(Path::best(), &small, &xs, 3));
+}
+
+#[test]
+fn bad_lengths_are_errors() {
+    let w = PackedWeight::new(GgmlType::F32, 2, 3, &[0u8; 24]).unwrap();
+    let mut y = vec![0.0; 4];
+    let mut ws = Workspace::new();
+    assert_eq!(
+        matmul_on(Path::Scalar, &[0.0; 5], 2, &w, &mut y, &mut ws),
+        Err(Error::BadLength {
+            what: "x",
+            expected: 6,
+            found: 5
+        })
+    );
+    assert_eq!(
+        matmul_on(Path::Scalar, &[0.0; 6], 2, &w, &mut y[..3], &mut ws),
+        Err(Error::BadLength {
+            what: "y",
+            expected: 4,
+            found: 3
+        })
+    );
+    assert_eq!(
+        matmul_on(Path::Scalar, &[], usize::MAX, &w, &mut y, &mut ws),
+        Err(Error::BadShape {
+            what: "x",
+            detail: "t * dimension overflows"
+        })
+    );
+    assert_eq!(
+        matmul_on(Path::Scalar, &[], 0, &w, &mut [], &mut ws),
+        Ok(())
+    );
+}
+
+#[test]
+fn act_kinds_pair_as_ggml() {
+    let k = 256;
+    let mk = |ty: GgmlType| {
+        let bytes = vec![0u8; ty.row_bytes(k as u64).unwrap() as usize];
+        PackedWeight::new(ty, 1, k, &bytes).unwrap().act_kind()
+    };
+    assert_eq!(mk(GgmlType::Q4_K), ActKind::Q8K);
+    assert_eq!(mk(GgmlType::Q6_K), ActKind::Q8K);
+    assert_eq!(mk(GgmlType::Q8_0), ActKind::Q8_0);
+    assert_eq!(mk(GgmlType::Q4_0), ActKind::Q8_0);
+    assert_eq!(mk(GgmlType::BF16), ActKind::Float(FloatRound::Bf16));
+}

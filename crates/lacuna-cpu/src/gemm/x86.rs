@@ -1,0 +1,5 @@
+//! x86-64 microkernels, one module per instruction path.
+
+pub(crate) mod avx2;
+pub(crate) mod avx512;
+pub(crate) mod avxvnni;

@@ -1,0 +1,233 @@
+//! AVX-512 VNNI microkernels: 512-bit `vpdpbusd` (biased u8 activations x signed int8
+//! weights), register-blocked over 2 panels (32 weight rows) x 4 tokens, `vpdpwssd` for the
+//! Q4_K/Q5_K min terms; the f32 fold of [`crate::gemm`] per block.
+
+use std::arch::x86_64::*;
+
+use crate::acts::Acts;
+use crate::blocks::QuantKind;
+use crate::gemm::Out;
+use crate::packed::{FloatPacked, PANEL, QuantPacked};
+
+/// Tokens per register tile.
+const TT: usize = 4;
+/// Tokens per register tile of the float kernel.
+const TF: usize = 6;
+
+/// AVX-512 VNNI quantized GEMM over panels `p0..p0 + np`.
+///
+/// # Safety
+/// See [`crate::gemm::QuantKernel`]; needs AVX-512 F/BW/VNNI.
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usize, out: Out) {
+    macro_rules! go {
+        ($sub:literal, $sc:literal, $mins:literal) => {{
+            let mut t0 = 0;
+            while t0 < out.t {
+                let tt = (out.t - t0).min(TT);
+                // SAFETY: same contract as this function; tile bounds checked here.
+                unsafe {
+                    match (np, tt) {
+                        (2, 4) => tile::<2, 4, $sub, $sc, $mins>(w, a, p0, t0, out),
+                        (2, 3) => tile::<2, 3, $sub, $sc, $mins>(w, a, p0, t0, out),
+                        (2, 2) => tile::<2, 2, $sub, $sc, $mins>(w, a, p0, t0, out),
+                        (2, _) => tile::<2, 1, $sub, $sc, $mins>(w, a, p0, t0, out),
+                        (_, 4) => tile::<1, 4, $sub, $sc, $mins>(w, a, p0, t0, out),
+                        (_, 3) => tile::<1, 3, $sub, $sc, $mins>(w, a, p0, t0, out),
+                        (_, 2) => tile::<1, 2, $sub, $sc, $mins>(w, a, p0, t0, out),
+                        (_, _) => tile::<1, 1, $sub, $sc, $mins>(w, a, p0, t0, out),
+                    }
+                }
+                t0 += tt;
+            }
+        }};
+    }
+    match w.kind {
+        QuantKind::Q4K | QuantKind::Q5K => go!(32, true, true),
+        QuantKind::Q6K => go!(16, true, false),
+        QuantKind::Q8_0 | QuantKind::Q4_0 => go!(32, false, false),
+    }
+}
+
+/// One register tile: panels `p0..p0+R`, tokens `t0..t0+T`, all of K.
+///
+/// # Safety
+/// AVX-512 F/BW/VNNI; `p0 + R <= w.panels`, `t0 + T <= out.t`, `a` prepared for `w`.
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+unsafe fn tile<
+    const R: usize,
+    const T: usize,
+    const SUB: usize,
+    const SCALES: bool,
+    const MINS: bool,
+>(
+    w: &QuantPacked,
+    a: &Acts,
+    p0: usize,
+    t0: usize,
+    out: Out,
+) {
+    let k = w.k;
+    let block = w.kind.block();
+    let nblk = k / block;
+    let nsub = block / SUB;
+    debug_assert!(p0 + R <= w.panels && t0 + T <= out.t);
+    debug_assert!(a.q.len() >= (t0 + T) * k && a.d.len() >= (t0 + T) * nblk);
+    let qs: [*const i8; R] = std::array::from_fn(|r| w.qs[(p0 + r) * PANEL * k..].as_ptr());
+    let xq: [*const u8; T] = std::array::from_fn(|t| a.q[(t0 + t) * k..].as_ptr());
+    let mut facc = [[_mm512_setzero_ps(); T]; R];
+    for b in 0..nblk {
+        let mut bacc = [[_mm512_setzero_si512(); T]; R];
+        for s in 0..nsub {
+            let mut dacc = [[_mm512_setzero_si512(); T]; R];
+            let k0 = b * block + s * SUB;
+            for g in 0..SUB / 4 {
+                let kk = k0 + 4 * g;
+                // SAFETY: kk + 4 <= k: the 64-byte line (kk/4) of each panel and 4 bytes of
+                // each token row are in bounds.
+                unsafe {
+                    let wv: [__m512i; R] =
+                        std::array::from_fn(|r| _mm512_loadu_si512(qs[r].add(kk * PANEL).cast()));
+                    for t in 0..T {
+                        let xb = _mm512_set1_epi32(xq[t].add(kk).cast::<i32>().read_unaligned());
+                        for r in 0..R {
+                            dacc[r][t] = _mm512_dpbusd_epi32(dacc[r][t], xb, wv[r]);
+                        }
+                    }
+                }
+            }
+            if SCALES {
+                for r in 0..R {
+                    let at = (((p0 + r) * nblk + b) * nsub + s) * PANEL;
+                    // SAFETY: `scales` is [panel][k/sub][16]; `at + 16` is in bounds.
+                    let sc =
+                        unsafe { _mm512_loadu_si512(w.scales[at..at + PANEL].as_ptr().cast()) };
+                    for t in 0..T {
+                        bacc[r][t] =
+                            _mm512_add_epi32(bacc[r][t], _mm512_mullo_epi32(dacc[r][t], sc));
+                    }
+                }
+            } else {
+                bacc = dacc;
+            }
+        }
+        for r in 0..R {
+            let pb = ((p0 + r) * nblk + b) * PANEL;
+            // SAFETY: `corr`, `d` (and `dmin`, `mins` when MINS) are [panel][block][16...].
+            unsafe {
+                let corr = _mm512_loadu_si512(w.corr[pb..pb + PANEL].as_ptr().cast());
+                let dv = _mm512_loadu_ps(w.d[pb..pb + PANEL].as_ptr());
+                for t in 0..T {
+                    let xd = _mm512_set1_ps(a.d[(t0 + t) * nblk + b]);
+                    let isum = _mm512_sub_epi32(bacc[r][t], corr);
+                    let dd = _mm512_mul_ps(dv, xd);
+                    facc[r][t] =
+                        _mm512_add_ps(facc[r][t], _mm512_mul_ps(dd, _mm512_cvtepi32_ps(isum)));
+                }
+                if MINS {
+                    let dmv = _mm512_loadu_ps(w.dmin[pb..pb + PANEL].as_ptr());
+                    let mp = w.mins[pb * 8..pb * 8 + 8 * PANEL].as_ptr();
+                    let m: [__m512i; 4] =
+                        std::array::from_fn(|q| _mm512_loadu_si512(mp.add(q * 2 * PANEL).cast()));
+                    for t in 0..T {
+                        let xs = a.sums[((t0 + t) * nblk + b) * 8..][..8]
+                            .as_ptr()
+                            .cast::<i32>();
+                        let mut msum = _mm512_setzero_si512();
+                        for (q, mq) in m.iter().enumerate() {
+                            let pair = _mm512_set1_epi32(xs.add(q).read_unaligned());
+                            msum = _mm512_dpwssd_epi32(msum, *mq, pair);
+                        }
+                        let xd = _mm512_set1_ps(a.d[(t0 + t) * nblk + b]);
+                        let dm = _mm512_mul_ps(dmv, xd);
+                        facc[r][t] =
+                            _mm512_sub_ps(facc[r][t], _mm512_mul_ps(dm, _mm512_cvtepi32_ps(msum)));
+                    }
+                }
+            }
+        }
+    }
+    for r in 0..R {
+        // SAFETY: t0 + t < out.t and panel p0 + r belongs to this task.
+        unsafe { store_panel(out, t0, p0 + r, &facc[r]) };
+    }
+}
+
+/// # Safety
+/// AVX-512 F; `t0 + rows.len() <= out.t`; panel `p` belongs to the calling task.
+#[target_feature(enable = "avx512f")]
+unsafe fn store_panel(out: Out, t0: usize, p: usize, rows: &[__m512]) {
+    let valid = out.valid(p);
+    let mask: __mmask16 = if valid == PANEL {
+        !0
+    } else {
+        (1u16 << valid) - 1
+    };
+    for (t, v) in rows.iter().enumerate() {
+        // SAFETY: row t0 + t exists; the mask limits the write to the valid columns.
+        unsafe { _mm512_mask_storeu_ps(out.at(t0 + t, p), mask, *v) };
+    }
+}
+
+/// AVX-512 float GEMM over panels `p0..p0 + np`.
+///
+/// # Safety
+/// See [`crate::gemm::FloatKernel`]; needs AVX-512 F.
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn float_panels(w: &FloatPacked, x: &[f32], p0: usize, np: usize, out: Out) {
+    let mut t0 = 0;
+    while t0 < out.t {
+        let tt = (out.t - t0).min(TF);
+        // SAFETY: same contract as this function; tile bounds checked here.
+        unsafe {
+            match (np, tt) {
+                (2, 6) => ftile::<2, 6>(w, x, p0, t0, out),
+                (2, 5) => ftile::<2, 5>(w, x, p0, t0, out),
+                (2, 4) => ftile::<2, 4>(w, x, p0, t0, out),
+                (2, 3) => ftile::<2, 3>(w, x, p0, t0, out),
+                (2, 2) => ftile::<2, 2>(w, x, p0, t0, out),
+                (2, _) => ftile::<2, 1>(w, x, p0, t0, out),
+                (_, 6) => ftile::<1, 6>(w, x, p0, t0, out),
+                (_, 5) => ftile::<1, 5>(w, x, p0, t0, out),
+                (_, 4) => ftile::<1, 4>(w, x, p0, t0, out),
+                (_, 3) => ftile::<1, 3>(w, x, p0, t0, out),
+                (_, 2) => ftile::<1, 2>(w, x, p0, t0, out),
+                (_, _) => ftile::<1, 1>(w, x, p0, t0, out),
+            }
+        }
+        t0 += tt;
+    }
+}
+
+/// # Safety
+/// AVX-512 F; `p0 + R <= w.panels`, `t0 + T <= out.t`, `x` is `out.t x w.k`.
+#[target_feature(enable = "avx512f")]
+unsafe fn ftile<const R: usize, const T: usize>(
+    w: &FloatPacked,
+    x: &[f32],
+    p0: usize,
+    t0: usize,
+    out: Out,
+) {
+    let k = w.k;
+    debug_assert!(p0 + R <= w.panels && x.len() >= (t0 + T) * k);
+    let wp: [*const f32; R] = std::array::from_fn(|r| w.w[(p0 + r) * PANEL * k..].as_ptr());
+    let xp: [*const f32; T] = std::array::from_fn(|t| x[(t0 + t) * k..].as_ptr());
+    let mut acc = [[_mm512_setzero_ps(); T]; R];
+    for kk in 0..k {
+        // SAFETY: kk < k: one 16-float line per panel and one float per token row.
+        unsafe {
+            let wv: [__m512; R] = std::array::from_fn(|r| _mm512_loadu_ps(wp[r].add(kk * PANEL)));
+            for t in 0..T {
+                let xb = _mm512_set1_ps(*xp[t].add(kk));
+                for r in 0..R {
+                    acc[r][t] = _mm512_fmadd_ps(wv[r], xb, acc[r][t]);
+                }
+            }
+        }
+    }
+    for r in 0..R {
+        // SAFETY: as in `tile`.
+        unsafe { store_panel(out, t0, p0 + r, &acc[r]) };
+    }
+}

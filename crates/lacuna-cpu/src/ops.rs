@@ -1,0 +1,94 @@
+//! Element-wise and row operations of a transformer forward pass and of the sampler's
+//! confidence math. Each is plain Rust written for auto-vectorization (explicit 16-lane
+//! accumulators, no reductions the compiler may not reorder), compiled three times:
+//! AVX-512, AVX2+FMA and portable, chosen from [`crate::Path::active`]. The arithmetic is
+//! the same in all three (no FMA contraction), so results are bit-identical across paths.
+
+mod attention;
+mod exp;
+mod norm;
+mod rope;
+mod softmax;
+
+pub use attention::attention;
+pub use norm::{rms_norm, swiglu};
+pub use rope::{rope_neox, rope_normal};
+pub use softmax::{argmax, log_softmax, softmax, top_k, top2};
+
+/// Vector width the op bodies are compiled for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Level {
+    Portable,
+    #[cfg(target_arch = "x86_64")]
+    V256,
+    #[cfg(target_arch = "x86_64")]
+    V512,
+}
+
+pub(crate) fn level() -> Level {
+    level_for(crate::Path::active().unwrap_or(crate::Path::Scalar))
+}
+
+pub(crate) fn level_for(path: crate::Path) -> Level {
+    use crate::Path;
+    match path {
+        Path::Scalar => Level::Portable,
+        #[cfg(target_arch = "x86_64")]
+        Path::Avx2 | Path::AvxVnni => Level::V256,
+        #[cfg(target_arch = "x86_64")]
+        Path::Avx512Vnni | Path::Amx => Level::V512,
+        #[cfg(not(target_arch = "x86_64"))]
+        _ => Level::Portable,
+    }
+}
+
+/// Defines `fn $name(args) -> ret` whose body is compiled for AVX-512, AVX2+FMA and
+/// portable code, dispatched on [`level`].
+macro_rules! multiversion {
+    ($(#[$m:meta])* $vis:vis fn $name:ident($($a:ident : $t:ty),* $(,)?) $(-> $r:ty)? $body:block) => {
+        $(#[$m])*
+        $vis fn $name($($a: $t),*) $(-> $r)? {
+            #[inline(always)]
+            fn body($($a: $t),*) $(-> $r)? $body
+            #[cfg(target_arch = "x86_64")]
+            #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
+            fn v512($($a: $t),*) $(-> $r)? { body($($a),*) }
+            #[cfg(target_arch = "x86_64")]
+            #[target_feature(enable = "avx2,fma")]
+            fn v256($($a: $t),*) $(-> $r)? { body($($a),*) }
+            match $crate::ops::level() {
+                #[cfg(target_arch = "x86_64")]
+                // SAFETY: `level` returns V512 only when the AVX-512 path is available.
+                $crate::ops::Level::V512 => unsafe { v512($($a),*) },
+                #[cfg(target_arch = "x86_64")]
+                // SAFETY: `level` returns V256 only when the AVX2+FMA path is available.
+                $crate::ops::Level::V256 => unsafe { v256($($a),*) },
+                $crate::ops::Level::Portable => body($($a),*),
+            }
+        }
+    };
+}
+pub(crate) use multiversion;
+
+/// Lanes of the explicit accumulators (one zmm of f32).
+pub(crate) const LANES: usize = 16;
+
+/// `sum(a[i] * b[i])` with 16 independent lanes, then the lanes in order.
+#[inline(always)]
+pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut acc = [0.0f32; LANES];
+    let (ac, bc) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
+    let (ar, br) = (ac.remainder(), bc.remainder());
+    for (x, y) in ac.zip(bc) {
+        for l in 0..LANES {
+            acc[l] += x[l] * y[l];
+        }
+    }
+    for (l, (x, y)) in ar.iter().zip(br).enumerate() {
+        acc[l] += x * y;
+    }
+    acc.iter().sum()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,126 @@
+//! Softmax, log-softmax and top-k over one vocabulary row (the sampler's confidence math).
+//! Maxima ignore NaN; ties in top-k keep the lower index first.
+
+use crate::Error;
+use crate::ops::exp::exp;
+use crate::ops::{LANES, multiversion};
+
+/// Largest value of `x` (NaN ignored), `-inf` for an empty or all-NaN row.
+#[inline(always)]
+fn max_of(x: &[f32]) -> f32 {
+    let mut acc = [f32::NEG_INFINITY; LANES];
+    let chunks = x.chunks_exact(LANES);
+    for (l, &v) in chunks.remainder().iter().enumerate() {
+        acc[l] = acc[l].max(v);
+    }
+    for c in chunks {
+        for l in 0..LANES {
+            acc[l] = acc[l].max(c[l]);
+        }
+    }
+    acc.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v))
+}
+
+/// `sum(e^(x - m))` in f64 lanes.
+#[inline(always)]
+fn sum_exp(x: &[f32], m: f32) -> f64 {
+    let mut acc = [0.0f64; LANES];
+    for xc in x.chunks(LANES) {
+        for (l, &v) in xc.iter().enumerate() {
+            acc[l] += f64::from(exp(v - m));
+        }
+    }
+    acc.iter().sum()
+}
+
+multiversion! {
+    fn softmax_body(x: &mut [f32]) {
+        let m = max_of(x);
+        let mut acc = [0.0f64; LANES];
+        for xc in x.chunks_mut(LANES) {
+            for (l, v) in xc.iter_mut().enumerate() {
+                *v = exp(*v - m);
+                acc[l] += f64::from(*v);
+            }
+        }
+        let s = acc.iter().sum::<f64>() as f32;
+        for v in x.iter_mut() {
+            *v /= s;
+        }
+    }
+}
+
+/// Softmax of `x` in place: `e^(x - max) / sum`, the sum in f64. An empty row is left as is.
+pub fn softmax(x: &mut [f32]) {
+    if !x.is_empty() {
+        softmax_body(x);
+    }
+}
+
+multiversion! {
+    fn log_softmax_body(x: &mut [f32]) {
+        let m = max_of(x);
+        let lse = m + (sum_exp(x, m).ln() as f32);
+        for v in x.iter_mut() {
+            *v -= lse;
+        }
+    }
+}
+
+/// Log-softmax of `x` in place: `x - (max + ln(sum(e^(x - max))))`.
+pub fn log_softmax(x: &mut [f32]) {
+    if !x.is_empty() {
+        log_softmax_body(x);
+    }
+}
+
+/// Index and value of the largest element (first one on ties, NaN ignored); `None` for an
+/// empty or all-NaN row.
+pub fn argmax(x: &[f32]) -> Option<(usize, f32)> {
+    let m = max_of(x);
+    if m.is_nan() || (m == f32::NEG_INFINITY && !x.contains(&f32::NEG_INFINITY)) {
+        return None;
+    }
+    x.iter().position(|&v| v == m).map(|i| (i, m))
+}
+
+/// The two largest elements, largest first (lower index first on ties, NaN ignored);
+/// `None` when the row has fewer than two non-NaN values.
+pub fn top2(x: &[f32]) -> Option<[(usize, f32); 2]> {
+    let mut best = [(usize::MAX, f32::NEG_INFINITY); 2];
+    let mut seen = 0usize;
+    for (i, &v) in x.iter().enumerate() {
+        if v.is_nan() {
+            continue;
+        }
+        seen += 1;
+        if seen == 1 || v > best[0].1 {
+            best[1] = best[0];
+            best[0] = (i, v);
+        } else if seen == 2 || v > best[1].1 {
+            best[1] = (i, v);
+        }
+    }
+    (seen >= 2).then_some(best)
+}
+
+/// The `k` largest elements, largest first (lower index first on ties, NaN ignored).
+/// Returns fewer than `k` when the row has fewer non-NaN values.
+pub fn top_k(x: &[f32], k: usize) -> Result<Vec<(usize, f32)>, Error> {
+    if k > x.len() {
+        return Err(Error::BadShape {
+            what: "top_k",
+            detail: "k is larger than the row",
+        });
+    }
+    let mut best: Vec<(usize, f32)> = Vec::with_capacity(k + 1);
+    for (i, &v) in x.iter().enumerate() {
+        if k == 0 || v.is_nan() || (best.len() == k && v <= best[k - 1].1) {
+            continue;
+        }
+        let at = best.partition_point(|&(_, b)| b >= v);
+        best.insert(at, (i, v));
+        best.truncate(k);
+    }
+    Ok(best)
+}

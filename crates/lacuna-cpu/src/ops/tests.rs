@@ -1,0 +1,209 @@
+use super::*;
+use crate::Error;
+use crate::gemm::tests::Rng;
+use proptest::prelude::*;
+
+fn vec(rng: &mut Rng, n: usize, scale: f32) -> Vec<f32> {
+    (0..n).map(|_| rng.f32() * scale).collect()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn naive_attention(
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    t: usize,
+    nh: usize,
+    nkv: usize,
+    hd: usize,
+    scale: f32,
+) -> Vec<f64> {
+    let mut out = vec![0.0f64; t * nh * hd];
+    for h in 0..nh {
+        let kvh = h / (nh / nkv);
+        for i in 0..t {
+            let s: Vec<f64> = (0..t)
+                .map(|j| {
+                    (0..hd)
+                        .map(|d| {
+                            f64::from(q[(i * nh + h) * hd + d])
+                                * f64::from(k[(j * nkv + kvh) * hd + d])
+                        })
+                        .sum::<f64>()
+                        * f64::from(scale)
+                })
+                .collect();
+            let m = s.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            let z: f64 = s.iter().map(|x| (x - m).exp()).sum();
+            for d in 0..hd {
+                out[(i * nh + h) * hd + d] = (0..t)
+                    .map(|j| (s[j] - m).exp() / z * f64::from(v[(j * nkv + kvh) * hd + d]))
+                    .sum();
+            }
+        }
+    }
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(16))]
+
+    #[test]
+    fn attention_matches_naive((t, nkv, group, hd, seed) in (1usize..150, 1usize..3, 1usize..3, 1usize..40, any::<u64>())) {
+        let mut rng = Rng(seed | 1);
+        let nh = nkv * group;
+        let q = vec(&mut rng, t * nh * hd, 2.0);
+        let k = vec(&mut rng, t * nkv * hd, 2.0);
+        let v = vec(&mut rng, t * nkv * hd, 3.0);
+        let scale = 1.0 / (hd as f32).sqrt();
+        let mut out = vec![f32::NAN; t * nh * hd];
+        attention(&q, &k, &v, t, nh, nkv, hd, scale, &mut out).unwrap();
+        let want = naive_attention(&q, &k, &v, t, nh, nkv, hd, scale);
+        for (g, w) in out.iter().zip(&want) {
+            prop_assert!((f64::from(*g) - w).abs() <= 2e-5 * (1.0 + w.abs()), "{g} vs {w}");
+        }
+    }
+
+    #[test]
+    fn softmax_and_log_softmax_match_f64((n, seed, scale) in (1usize..300, any::<u64>(), prop_oneof![Just(0.1f32), Just(10.0), Just(80.0)])) {
+        let mut rng = Rng(seed | 1);
+        let x = vec(&mut rng, n, scale);
+        let m = x.iter().cloned().fold(f32::NEG_INFINITY, f32::max) as f64;
+        let z: f64 = x.iter().map(|&v| (f64::from(v) - m).exp()).sum();
+        let mut p = x.clone();
+        softmax(&mut p);
+        let mut lp = x.clone();
+        log_softmax(&mut lp);
+        for i in 0..n {
+            let want = (f64::from(x[i]) - m).exp() / z;
+            // exp is within 2 ulp; x - max rounds in f32 (an error growing with |x - max|).
+            let tol = want * 2.4e-7 * (8.0 + (f64::from(x[i]) - m).abs()) + 1e-30;
+            prop_assert!((f64::from(p[i]) - want).abs() <= tol, "{} vs {want}", p[i]);
+            let lwant = f64::from(x[i]) - m - z.ln();
+            prop_assert!((f64::from(lp[i]) - lwant).abs() <= 1e-5 * (1.0 + lwant.abs()));
+        }
+        let total: f32 = p.iter().sum();
+        prop_assert!((total - 1.0).abs() < 1e-4);
+    }
+
+    #[test]
+    fn top_k_and_top2_match_sorting((n, k, seed) in (2usize..200, 0usize..10, any::<u64>())) {
+        let mut rng = Rng(seed | 1);
+        // Few distinct values, so ties are common.
+        let x: Vec<f32> = (0..n).map(|_| (rng.next() % 17) as f32).collect();
+        let mut idx: Vec<usize> = (0..n).collect();
+        idx.sort_by(|&a, &b| x[b].total_cmp(&x[a]).then(a.cmp(&b)));
+        let k = k.min(n);
+        let want: Vec<(usize, f32)> = idx[..k].iter().map(|&i| (i, x[i])).collect();
+        prop_assert_eq!(top_k(&x, k).unwrap(), want);
+        prop_assert_eq!(top2(&x), Some([(idx[0], x[idx[0]]), (idx[1], x[idx[1]])]));
+        prop_assert_eq!(argmax(&x), Some((idx[0], x[idx[0]])));
+    }
+
+    #[test]
+    fn rms_norm_matches_f64((rows, dim, seed) in (1usize..5, 1usize..300, any::<u64>())) {
+        let mut rng = Rng(seed | 1);
+        let x = vec(&mut rng, rows * dim, 5.0);
+        let w = vec(&mut rng, dim, 2.0);
+        let mut out = vec![0.0; rows * dim];
+        rms_norm(&x, &w, 1e-5, &mut out).unwrap();
+        for r in 0..rows {
+            let xr = &x[r * dim..][..dim];
+            let ms: f64 = xr.iter().map(|&v| f64::from(v) * f64::from(v)).sum::<f64>() / dim as f64;
+            let sc = 1.0 / (ms + 1e-5).sqrt();
+            for i in 0..dim {
+                let want = f64::from(xr[i]) * sc * f64::from(w[i]);
+                prop_assert!((f64::from(out[r * dim + i]) - want).abs() <= 1e-6 * (1.0 + want.abs()));
+            }
+        }
+    }
+}
+
+#[test]
+fn swiglu_matches_formula() {
+    let g = [-20.0f32, -1.0, 0.0, 0.5, 3.0, 90.0];
+    let u = [1.0f32, 2.0, 3.0, -4.0, 5.0, 0.5];
+    let mut out = [0.0; 6];
+    swiglu(&g, &u, &mut out).unwrap();
+    for i in 0..6 {
+        let gi = f64::from(g[i]);
+        let want = gi / (1.0 + (-gi).exp()) * f64::from(u[i]);
+        assert!(
+            (f64::from(out[i]) - want).abs() <= 1e-6 * (1.0 + want.abs()),
+            "{i}: {} vs {want}",
+            out[i]
+        );
+    }
+    assert!(matches!(
+        swiglu(&g, &u[..5], &mut out),
+        Err(Error::BadLength { .. })
+    ));
+}
+
+#[test]
+fn rope_rotates_like_ggml() {
+    // Two tokens, two heads of 8 dims, 6 rotated.
+    let (hd, n_rot, base) = (8usize, 6usize, 10000.0f32);
+    let x: Vec<f32> = (0..2 * 2 * hd).map(|i| i as f32 * 0.25 - 3.0).collect();
+    let pos = [3i32, 17];
+    for neox in [false, true] {
+        let mut y = x.clone();
+        if neox {
+            rope_neox(&mut y, &pos, hd, n_rot, base).unwrap();
+        } else {
+            rope_normal(&mut y, &pos, hd, n_rot, base).unwrap();
+        }
+        for (ti, &p) in pos.iter().enumerate() {
+            for h in 0..2 {
+                let o = (ti * 2 + h) * hd;
+                for i in 0..n_rot / 2 {
+                    let theta = f64::from(p) * f64::from(base).powf(-2.0 * i as f64 / n_rot as f64);
+                    let (a, b) = if neox {
+                        (i, i + n_rot / 2)
+                    } else {
+                        (2 * i, 2 * i + 1)
+                    };
+                    let (x0, x1) = (f64::from(x[o + a]), f64::from(x[o + b]));
+                    let want0 = x0 * theta.cos() - x1 * theta.sin();
+                    let want1 = x0 * theta.sin() + x1 * theta.cos();
+                    assert!((f64::from(y[o + a]) - want0).abs() < 1e-4, "neox={neox}");
+                    assert!((f64::from(y[o + b]) - want1).abs() < 1e-4, "neox={neox}");
+                }
+                assert_eq!(y[o + n_rot..o + hd], x[o + n_rot..o + hd]);
+            }
+        }
+    }
+    let mut y = x.clone();
+    assert!(matches!(
+        rope_normal(&mut y, &pos, hd, 7, base),
+        Err(Error::BadShape { .. })
+    ));
+    assert!(matches!(
+        rope_normal(&mut y[..5], &pos, hd, 6, base),
+        Err(Error::BadLength { .. })
+    ));
+}
+
+#[test]
+fn bad_shapes_are_errors() {
+    let mut out = vec![0.0; 8];
+    assert!(matches!(
+        attention(&[0.0; 8], &[0.0; 8], &[0.0; 8], 2, 3, 2, 4, 1.0, &mut out),
+        Err(Error::BadShape { .. })
+    ));
+    assert!(matches!(
+        attention(&[0.0; 8], &[0.0; 7], &[0.0; 8], 2, 1, 1, 4, 1.0, &mut out),
+        Err(Error::BadLength {
+            what: "attention k",
+            ..
+        })
+    ));
+    assert!(matches!(
+        rms_norm(&[0.0; 5], &[1.0; 2], 1e-5, &mut [0.0; 5]),
+        Err(Error::BadLength { .. })
+    ));
+    assert!(matches!(top_k(&[1.0], 2), Err(Error::BadShape { .. })));
+    assert_eq!(top2(&[1.0, f32::NAN]), None);
+    assert_eq!(argmax(&[f32::NAN]), None);
+    assert_eq!(argmax(&[]), None);
+}

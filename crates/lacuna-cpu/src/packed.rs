@@ -1,0 +1,260 @@
+//! Weight repacking, once per tensor at load time, into the layout the microkernels stream
+//! without shuffles.
+//!
+//! Quantized weights: rows are interleaved in panels of 16 and every weight is decoded to a
+//! signed int8, stored `[panel][k / 4][row 0..16][4]`: one 64-byte line holds 4 consecutive
+//! weights of 16 rows, exactly one `vpdpbusd` zmm operand (two ymm operands). Integer
+//! sub-block scales are pre-decoded to i32 `[panel][k / sub][16]`, Q4_K/Q5_K mins to i16
+//! pairs `[panel][block][4][16][2]` (one `vpdpwssd` operand per pair), and the super-scales
+//! to f32 `[panel][block][16]`. The cost is memory: about 8.6 bits per weight for every
+//! quantized type (Q4_K is 4.5 in the file).
+//!
+//! Float weights (F32, F16, BF16) are widened to f32 `[panel][k][16]`.
+
+use lacuna_quant::GgmlType;
+use rayon::prelude::*;
+
+use crate::Error;
+use crate::acts::{ActKind, FloatRound};
+use crate::blocks::{QuantKind, decode};
+
+/// Rows per panel.
+pub(crate) const PANEL: usize = 16;
+
+/// A weight matrix `[n x k]` (ggml row order: `n` rows of `k`), repacked for [`crate::matmul`].
+#[derive(Debug, Clone)]
+pub struct PackedWeight {
+    ty: GgmlType,
+    n: usize,
+    k: usize,
+    pub(crate) inner: Inner,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) enum Inner {
+    Quant(QuantPacked),
+    Float(FloatPacked),
+}
+
+/// Quantized weights decoded to int8 (see the module docs for the layout).
+#[derive(Debug, Clone)]
+pub(crate) struct QuantPacked {
+    pub(crate) kind: QuantKind,
+    pub(crate) k: usize,
+    pub(crate) panels: usize,
+    /// `[panel][k/4][16][4]` signed weights.
+    pub(crate) qs: Vec<i8>,
+    /// `[panel][k/sub][16]` integer scales (empty when the type has none).
+    pub(crate) scales: Vec<i32>,
+    /// `[panel][block][16]`: `128 * sum_sub(sc * sum(q))`, the bias of `u8 = q + 128` acts.
+    pub(crate) corr: Vec<i32>,
+    /// `[panel][block][4][16][2]` mins (Q4_K/Q5_K only).
+    pub(crate) mins: Vec<i16>,
+    /// `[panel][block][16]` super-scale `d`.
+    pub(crate) d: Vec<f32>,
+    /// `[panel][block][16]` super-scale `dmin` (Q4_K/Q5_K only).
+    pub(crate) dmin: Vec<f32>,
+}
+
+/// Float weights widened to f32, `[panel][k][16]`.
+#[derive(Debug, Clone)]
+pub(crate) struct FloatPacked {
+    pub(crate) k: usize,
+    pub(crate) panels: usize,
+    pub(crate) w: Vec<f32>,
+    pub(crate) round: FloatRound,
+}
+
+impl PackedWeight {
+    /// Repacks `n` rows of `k` elements of type `ty` from ggml's row-major bytes.
+    ///
+    /// Supported types: Q4_K, Q5_K, Q6_K, Q8_0, Q4_0, F16, BF16, F32. `k` must be a whole
+    /// number of blocks and `bytes` exactly `n` rows long.
+    pub fn new(ty: GgmlType, n: usize, k: usize, bytes: &[u8]) -> Result<PackedWeight, Error> {
+        if n == 0 || k == 0 {
+            return Err(Error::BadShape {
+                what: "weight",
+                detail: "n and k must be non-zero",
+            });
+        }
+        let supported = QuantKind::of(ty).is_some()
+            || matches!(ty, GgmlType::F32 | GgmlType::F16 | GgmlType::BF16);
+        if !supported {
+            return Err(Error::UnsupportedType { ty });
+        }
+        let block = ty.block_size();
+        if !k.is_multiple_of(block) {
+            return Err(Error::RaggedK { ty, k, block });
+        }
+        let row_bytes = k / block * ty.type_size();
+        let expected = n.checked_mul(row_bytes).ok_or(Error::BadShape {
+            what: "weight",
+            detail: "n * row size overflows",
+        })?;
+        if bytes.len() != expected {
+            return Err(Error::BadLength {
+                what: "weight bytes",
+                expected,
+                found: bytes.len(),
+            });
+        }
+        let inner = match QuantKind::of(ty) {
+            Some(kind) => Inner::Quant(pack_quant(kind, n, k, bytes, row_bytes)),
+            None => Inner::Float(pack_float(ty, n, k, bytes)),
+        };
+        Ok(PackedWeight { ty, n, k, inner })
+    }
+
+    /// The weight type as found in the file.
+    pub fn ty(&self) -> GgmlType {
+        self.ty
+    }
+
+    /// Output features (rows of the weight).
+    pub fn n(&self) -> usize {
+        self.n
+    }
+
+    /// Input features (columns of the weight).
+    pub fn k(&self) -> usize {
+        self.k
+    }
+
+    /// Bytes held by the repacked form.
+    pub fn packed_bytes(&self) -> usize {
+        match &self.inner {
+            Inner::Quant(q) => {
+                q.qs.len()
+                    + 4 * (q.scales.len() + q.corr.len() + q.d.len() + q.dmin.len())
+                    + 2 * q.mins.len()
+            }
+            Inner::Float(f) => 4 * f.w.len(),
+        }
+    }
+
+    pub(crate) fn act_kind(&self) -> ActKind {
+        match &self.inner {
+            Inner::Quant(q) if q.kind.block() == 256 => ActKind::Q8K,
+            Inner::Quant(_) => ActKind::Q8_0,
+            Inner::Float(f) => ActKind::Float(f.round),
+        }
+    }
+}
+
+fn pack_quant(kind: QuantKind, n: usize, k: usize, bytes: &[u8], row_bytes: usize) -> QuantPacked {
+    let panels = n.div_ceil(PANEL);
+    let block = kind.block();
+    let nblk = k / block;
+    let nsub = block / kind.sub();
+    let bsize = kind.ty().type_size();
+    let mut p = QuantPacked {
+        kind,
+        k,
+        panels,
+        qs: vec![0; panels * PANEL * k],
+        scales: if kind.has_scales() {
+            vec![0; panels * PANEL * nblk * nsub]
+        } else {
+            Vec::new()
+        },
+        corr: vec![0; panels * PANEL * nblk],
+        mins: if kind.has_mins() {
+            vec![0; panels * PANEL * nblk * 8]
+        } else {
+            Vec::new()
+        },
+        d: vec![0.0; panels * PANEL * nblk],
+        dmin: if kind.has_mins() {
+            vec![0.0; panels * PANEL * nblk]
+        } else {
+            Vec::new()
+        },
+    };
+    let qs = p.qs.par_chunks_mut(PANEL * k);
+    let sc = chunks_or_empty(&mut p.scales, PANEL * nblk * nsub, panels).into_par_iter();
+    let corr = p.corr.par_chunks_mut(PANEL * nblk);
+    let mins = chunks_or_empty(&mut p.mins, PANEL * nblk * 8, panels).into_par_iter();
+    let d = p.d.par_chunks_mut(PANEL * nblk);
+    let dmin = chunks_or_empty(&mut p.dmin, PANEL * nblk, panels).into_par_iter();
+    qs.zip(sc)
+        .zip(corr)
+        .zip(mins)
+        .zip(d)
+        .zip(dmin)
+        .enumerate()
+        .for_each(|(pi, (((((qs, sc), corr), mins), d), dmin))| {
+            for r in 0..PANEL.min(n - pi * PANEL) {
+                let row = &bytes[(pi * PANEL + r) * row_bytes..][..row_bytes];
+                for (b, raw) in row.chunks_exact(bsize).enumerate() {
+                    let dec = decode(kind, raw);
+                    let mut bias = 0i32;
+                    for i in 0..block {
+                        let kk = b * block + i;
+                        qs[((kk / 4) * PANEL + r) * 4 + kk % 4] = dec.q[i];
+                    }
+                    for s in 0..nsub {
+                        let wsum: i32 = dec.q[s * kind.sub()..][..kind.sub()]
+                            .iter()
+                            .map(|&q| i32::from(q))
+                            .sum();
+                        bias += dec.sc[s] * wsum;
+                        if kind.has_scales() {
+                            sc[(b * nsub + s) * PANEL + r] = dec.sc[s];
+                        }
+                    }
+                    corr[b * PANEL + r] = 128 * bias;
+                    d[b * PANEL + r] = dec.d;
+                    if kind.has_mins() {
+                        for j in 0..8 {
+                            mins[((b * 4 + j / 2) * PANEL + r) * 2 + j % 2] = dec.mins[j];
+                        }
+                        dmin[b * PANEL + r] = dec.dmin;
+                    }
+                }
+            }
+        });
+    p
+}
+
+/// `panels` mutable chunks of `v`, or `panels` empty slices when `v` is empty.
+fn chunks_or_empty<T: Send>(v: &mut [T], size: usize, panels: usize) -> Vec<&mut [T]> {
+    if v.is_empty() {
+        (0..panels).map(|_| <&mut [T]>::default()).collect()
+    } else {
+        v.chunks_mut(size).collect()
+    }
+}
+
+fn pack_float(ty: GgmlType, n: usize, k: usize, bytes: &[u8]) -> FloatPacked {
+    let panels = n.div_ceil(PANEL);
+    let mut w = vec![0.0f32; panels * PANEL * k];
+    let esize = ty.type_size();
+    let round = match ty {
+        GgmlType::F16 => FloatRound::F16,
+        GgmlType::BF16 => FloatRound::Bf16,
+        _ => FloatRound::None,
+    };
+    w.par_chunks_mut(PANEL * k)
+        .enumerate()
+        .for_each(|(pi, out)| {
+            for r in 0..PANEL.min(n - pi * PANEL) {
+                let row = &bytes[(pi * PANEL + r) * k * esize..][..k * esize];
+                for (kk, e) in row.chunks_exact(esize).enumerate() {
+                    out[kk * PANEL + r] = match ty {
+                        GgmlType::F16 => half::f16::from_le_bytes([e[0], e[1]]).to_f32(),
+                        GgmlType::BF16 => half::bf16::from_le_bytes([e[0], e[1]]).to_f32(),
+                        _ => f32::from_le_bytes([e[0], e[1], e[2], e[3]]),
+                    };
+                }
+            }
+        });
+    FloatPacked {
+        k,
+        panels,
+        w,
+        round,
+    }
+}
+
+#[cfg(test)]
+mod tests;

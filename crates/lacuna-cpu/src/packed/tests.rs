@@ -1,0 +1,68 @@
+use super::*;
+
+#[test]
+fn rejects_bad_inputs_with_typed_errors() {
+    assert_eq!(
+        PackedWeight::new(GgmlType::Q2_K, 1, 256, &[0; 84]).unwrap_err(),
+        Error::UnsupportedType { ty: GgmlType::Q2_K }
+    );
+    assert_eq!(
+        PackedWeight::new(GgmlType::Q4_K, 1, 100, &[0; 144]).unwrap_err(),
+        Error::RaggedK {
+            ty: GgmlType::Q4_K,
+            k: 100,
+            block: 256
+        }
+    );
+    assert_eq!(
+        PackedWeight::new(GgmlType::Q8_0, 2, 32, &[0; 34]).unwrap_err(),
+        Error::BadLength {
+            what: "weight bytes",
+            expected: 68,
+            found: 34
+        }
+    );
+    assert!(matches!(
+        PackedWeight::new(GgmlType::F32, 0, 4, &[]),
+        Err(Error::BadShape { .. })
+    ));
+    assert!(matches!(
+        PackedWeight::new(GgmlType::F32, usize::MAX / 2, 4, &[]),
+        Err(Error::BadShape { .. })
+    ));
+}
+
+#[test]
+fn quant_layout_interleaves_rows_by_16_and_groups_of_4() {
+    // Q8_0 rows whose quant i of row r is (r * 3 + i) % 100, d = 1.
+    let (n, k) = (20, 64);
+    let mut bytes = Vec::new();
+    for r in 0..n {
+        for b in 0..k / 32 {
+            bytes.extend(half::f16::from_f32(1.0).to_le_bytes());
+            bytes.extend((0..32).map(|i| ((r * 3 + b * 32 + i) % 100) as u8));
+        }
+    }
+    let w = PackedWeight::new(GgmlType::Q8_0, n, k, &bytes).unwrap();
+    let Inner::Quant(q) = &w.inner else {
+        unreachable!()
+    };
+    assert_eq!(q.panels, 2);
+    for r in 0..n {
+        for kk in 0..k {
+            let (p, rr) = (r / PANEL, r % PANEL);
+            let at = p * PANEL * k + ((kk / 4) * PANEL + rr) * 4 + kk % 4;
+            assert_eq!(q.qs[at] as usize, (r * 3 + kk) % 100);
+        }
+        // Bias correction: 128 * sum of the block's quants.
+        let sum0: i32 = (0..32).map(|i| ((r * 3 + i) % 100) as i32).sum();
+        assert_eq!(q.corr[((r / PANEL) * 2) * PANEL + r % PANEL], 128 * sum0);
+    }
+    // Padding rows stay zero.
+    for rr in n % PANEL..PANEL {
+        for kk in 0..k {
+            assert_eq!(q.qs[PANEL * k + ((kk / 4) * PANEL + rr) * 4 + kk % 4], 0);
+        }
+    }
+    assert_eq!(w.packed_bytes(), 2 * PANEL * k + 4 * (2 * PANEL * 2 * 2));
+}

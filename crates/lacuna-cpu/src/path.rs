@@ -1,0 +1,176 @@
+//! The one SIMD detection point: which instruction path this process uses for its kernels.
+//!
+//! Detected once ([`Path::active`]); `LACUNA_CPU_PATH=scalar|avx2|avxvnni|avx512vnni|amx`
+//! forces a path (an unavailable one is an error, never a silent downgrade), so tests and
+//! benches can run every path the host supports ([`Path::available`]).
+
+use std::sync::OnceLock;
+
+use crate::Error;
+
+/// An instruction path, from the most portable to the fastest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Path {
+    /// Portable Rust, no `#[target_feature]`.
+    Scalar,
+    /// AVX2 + FMA: `vpmaddubsw`/`vpmaddwd` on 256-bit registers.
+    Avx2,
+    /// AVX-VNNI: 256-bit `vpdpbusd` (Alder Lake and later laptops).
+    AvxVnni,
+    /// AVX-512 F/BW + VNNI: 512-bit `vpdpbusd`.
+    Avx512Vnni,
+    /// AMX-INT8 tiles. The tile GEMM is not written yet: this path runs the AVX-512 VNNI
+    /// kernels (see [`Path::gemm_path`]) after the kernel granted tile-data permission.
+    Amx,
+}
+
+impl Path {
+    /// Every path, slowest first.
+    pub const ALL: [Path; 5] = [
+        Path::Scalar,
+        Path::Avx2,
+        Path::AvxVnni,
+        Path::Avx512Vnni,
+        Path::Amx,
+    ];
+
+    /// The name used by `LACUNA_CPU_PATH`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Path::Scalar => "scalar",
+            Path::Avx2 => "avx2",
+            Path::AvxVnni => "avxvnni",
+            Path::Avx512Vnni => "avx512vnni",
+            Path::Amx => "amx",
+        }
+    }
+
+    /// Parses a path name (case-insensitive).
+    pub fn from_name(name: &str) -> Result<Path, Error> {
+        let lower = name.trim().to_ascii_lowercase();
+        Path::ALL
+            .into_iter()
+            .find(|p| p.name() == lower)
+            .ok_or_else(|| Error::UnknownPath {
+                name: name.to_owned(),
+            })
+    }
+
+    /// Whether this CPU (and OS) can run the path.
+    pub fn is_available(self) -> bool {
+        match self {
+            Path::Scalar => true,
+            #[cfg(target_arch = "x86_64")]
+            Path::Avx2 => {
+                std::arch::is_x86_feature_detected!("avx2")
+                    && std::arch::is_x86_feature_detected!("fma")
+            }
+            #[cfg(target_arch = "x86_64")]
+            Path::AvxVnni => {
+                Path::Avx2.is_available() && std::arch::is_x86_feature_detected!("avxvnni")
+            }
+            #[cfg(target_arch = "x86_64")]
+            Path::Avx512Vnni => {
+                Path::Avx2.is_available()
+                    && std::arch::is_x86_feature_detected!("avx512f")
+                    && std::arch::is_x86_feature_detected!("avx512bw")
+                    && std::arch::is_x86_feature_detected!("avx512vl")
+                    && std::arch::is_x86_feature_detected!("avx512vnni")
+            }
+            #[cfg(target_arch = "x86_64")]
+            Path::Amx => Path::Avx512Vnni.is_available() && amx_permitted(),
+            #[cfg(not(target_arch = "x86_64"))]
+            _ => false,
+        }
+    }
+
+    /// Every path this machine can run, slowest first.
+    pub fn available() -> Vec<Path> {
+        Path::ALL.into_iter().filter(|p| p.is_available()).collect()
+    }
+
+    /// The fastest available path.
+    pub fn best() -> Path {
+        Path::ALL
+            .into_iter()
+            .rev()
+            .find(|p| p.is_available())
+            .unwrap_or(Path::Scalar)
+    }
+
+    /// The path this process uses: `LACUNA_CPU_PATH` if set, else [`Path::best`]. Decided
+    /// once; a bad or unavailable `LACUNA_CPU_PATH` is returned as the error every time.
+    pub fn active() -> Result<Path, Error> {
+        static ACTIVE: OnceLock<Result<Path, Error>> = OnceLock::new();
+        ACTIVE
+            .get_or_init(|| match std::env::var("LACUNA_CPU_PATH") {
+                Ok(name) if !name.trim().is_empty() => {
+                    let path = Path::from_name(&name)?;
+                    if path.is_available() {
+                        Ok(path)
+                    } else {
+                        Err(Error::PathUnavailable { path })
+                    }
+                }
+                _ => Ok(Path::best()),
+            })
+            .clone()
+    }
+
+    /// The path whose GEMM microkernels actually run for this path. Equal to `self`,
+    /// except [`Path::Amx`], whose tile kernel is not written yet and which runs the
+    /// AVX-512 VNNI kernels.
+    pub const fn gemm_path(self) -> Path {
+        match self {
+            Path::Amx => Path::Avx512Vnni,
+            p => p,
+        }
+    }
+}
+
+impl std::fmt::Display for Path {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Asks Linux for permission to use the AMX tile data (`arch_prctl(ARCH_REQ_XCOMP_PERM,
+/// XFEATURE_XTILEDATA)`), once per process; `false` when the CPU lacks AMX-INT8 or the
+/// kernel refuses.
+#[cfg(target_arch = "x86_64")]
+fn amx_permitted() -> bool {
+    static PERMITTED: OnceLock<bool> = OnceLock::new();
+    *PERMITTED.get_or_init(|| {
+        // CPUID.(EAX=7,ECX=0):EDX bit 24 = AMX-TILE, bit 25 = AMX-INT8 (std's detection of
+        // these is still unstable).
+        let edx = std::arch::x86_64::__cpuid_count(7, 0).edx;
+        if edx & (1 << 24) == 0 || edx & (1 << 25) == 0 {
+            return false;
+        }
+        request_amx_permission()
+    })
+}
+
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+fn request_amx_permission() -> bool {
+    const ARCH_REQ_XCOMP_PERM: libc::c_long = 0x1023;
+    const XFEATURE_XTILEDATA: libc::c_long = 18;
+    // SAFETY: arch_prctl(ARCH_REQ_XCOMP_PERM, feature) takes two integers, touches no
+    // user memory, and only changes which xstate components this process may use.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_arch_prctl,
+            ARCH_REQ_XCOMP_PERM,
+            XFEATURE_XTILEDATA,
+        )
+    };
+    rc == 0
+}
+
+#[cfg(all(target_arch = "x86_64", not(target_os = "linux")))]
+fn request_amx_permission() -> bool {
+    false
+}
+
+#[cfg(test)]
+mod tests;

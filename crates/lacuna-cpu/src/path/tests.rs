@@ -1,0 +1,42 @@
+use super::*;
+
+#[test]
+fn names_round_trip() {
+    for p in Path::ALL {
+        assert_eq!(Path::from_name(p.name()), Ok(p));
+        assert_eq!(Path::from_name(&p.name().to_uppercase()), Ok(p));
+    }
+    assert_eq!(
+        Path::from_name("sse9"),
+        Err(Error::UnknownPath {
+            name: "sse9".into()
+        })
+    );
+}
+
+#[test]
+fn scalar_is_always_available_and_best_is_available() {
+    assert!(Path::Scalar.is_available());
+    assert!(Path::best().is_available());
+    let avail = Path::available();
+    assert_eq!(avail.first(), Some(&Path::Scalar));
+    assert_eq!(avail.last(), Some(&Path::best()));
+}
+
+#[test]
+fn tiers_imply_lower_tiers() {
+    // A machine with a tier has every vector tier under it (the dispatch relies on it).
+    if Path::Avx512Vnni.is_available() || Path::AvxVnni.is_available() {
+        assert!(Path::Avx2.is_available());
+    }
+    if Path::Amx.is_available() {
+        assert!(Path::Avx512Vnni.is_available());
+    }
+}
+
+#[test]
+fn active_is_available() {
+    if let Ok(p) = Path::active() {
+        assert!(p.is_available());
+    }
+}

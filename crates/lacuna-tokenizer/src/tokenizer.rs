@@ -1,0 +1,186 @@
+//! [`Tokenizer`]: the vocabulary plus the Hugging Face pipeline built from it.
+
+use std::sync::OnceLock;
+
+use lacuna_gguf::{GgufFile, Metadata};
+
+use crate::decode::{self, StreamDecoder};
+use crate::vocab::{TokenId, Vocab, VocabKind};
+use crate::{Error, Result};
+
+/// A tokenizer built from GGUF metadata that produces llama.cpp's token ids.
+///
+/// ```no_run
+/// let file = lacuna_gguf::GgufFile::open("model.gguf")?;
+/// let tok = lacuna_tokenizer::Tokenizer::from_gguf(&file)?;
+/// let ids = tok.encode("Hello <|mdm_mask|>", true, true)?;
+/// let text = tok.decode(&ids)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct Tokenizer {
+    vocab: Vocab,
+    hf: tokenizers::Tokenizer,
+    hf_plain: OnceLock<tokenizers::Tokenizer>,
+    pieces: Vec<Vec<u8>>,
+}
+
+impl Tokenizer {
+    /// Builds the tokenizer of a GGUF file.
+    pub fn from_gguf(file: &GgufFile) -> Result<Self> {
+        Self::from_metadata(file.metadata())
+    }
+
+    /// Builds the tokenizer from `tokenizer.ggml.*` metadata.
+    pub fn from_metadata(md: &Metadata) -> Result<Self> {
+        Self::from_vocab(Vocab::from_metadata(md)?)
+    }
+
+    /// Builds the tokenizer from an already read vocabulary.
+    pub fn from_vocab(vocab: Vocab) -> Result<Self> {
+        let hf = crate::hf::build(&vocab)?;
+        let pieces = (0..vocab.len())
+            .map(|id| decode::piece(&vocab, id))
+            .collect();
+        Ok(Self {
+            vocab,
+            hf,
+            hf_plain: OnceLock::new(),
+            pieces,
+        })
+    }
+
+    /// The vocabulary.
+    pub fn vocab(&self) -> &Vocab {
+        &self.vocab
+    }
+
+    /// Number of tokens.
+    pub fn n_vocab(&self) -> usize {
+        self.vocab.len()
+    }
+
+    /// The underlying Hugging Face tokenizer (special-token parsing on, no BOS/EOS).
+    pub fn hf(&self) -> &tokenizers::Tokenizer {
+        &self.hf
+    }
+
+    fn hf_plain(&self) -> &tokenizers::Tokenizer {
+        self.hf_plain.get_or_init(|| {
+            let mut t = self.hf.clone();
+            t.set_encode_special_tokens(true);
+            t
+        })
+    }
+
+    /// Encodes `text` as `llama_tokenize(text, add_special, parse_special)` does: with
+    /// `add_special`, BOS/EOS as the vocabulary asks; with `parse_special`, control-token
+    /// text becomes the control token, otherwise it is encoded as plain text (user-defined
+    /// tokens are matched either way).
+    pub fn encode(
+        &self,
+        text: &str,
+        add_special: bool,
+        parse_special: bool,
+    ) -> Result<Vec<TokenId>> {
+        let hf = if parse_special {
+            &self.hf
+        } else {
+            self.hf_plain()
+        };
+        let enc = hf.encode_fast(text, false).map_err(|source| Error::Hf {
+            what: "encoding",
+            source,
+        })?;
+        let body = enc.get_ids();
+        let special = self.vocab.special();
+        let mut ids = Vec::with_capacity(body.len() + 2);
+        if add_special && self.vocab.add_bos() {
+            if let Some(bos) = special.bos {
+                ids.push(bos);
+            }
+        }
+        ids.extend_from_slice(body);
+        if add_special && self.vocab.add_eos() {
+            if let Some(eos) = special.eos {
+                ids.push(eos);
+            }
+        }
+        Ok(ids)
+    }
+
+    /// The bytes of one token, as `llama_token_to_piece(id, 0, special)`: control and
+    /// unknown tokens are empty unless `special`.
+    pub fn token_bytes(&self, id: TokenId, special: bool) -> Result<&[u8]> {
+        let i = id as usize;
+        let Some(piece) = self.pieces.get(i) else {
+            return Err(Error::TokenOutOfRange {
+                id,
+                n_vocab: self.n_vocab(),
+            });
+        };
+        if !special && decode::is_hidden_special(self.vocab.attrs[i]) {
+            return Ok(&[]);
+        }
+        Ok(piece)
+    }
+
+    /// `llama_detokenize(ids, remove_special, unparse_special)` as bytes: drops a leading
+    /// BOS / trailing EOS with `remove_special` (when the vocabulary adds them), strips the
+    /// SentencePiece prefix space, and applies the vocabulary's space clean-up.
+    pub fn detokenize(
+        &self,
+        ids: &[TokenId],
+        remove_special: bool,
+        unparse_special: bool,
+    ) -> Result<Vec<u8>> {
+        let special = self.vocab.special();
+        let mut ids = ids;
+        let mut remove_space = self.vocab.add_space_prefix;
+        if remove_special && self.vocab.add_bos() {
+            if let (Some(&first), Some(bos)) = (ids.first(), special.bos) {
+                if first == bos {
+                    remove_space = false;
+                    ids = &ids[1..];
+                }
+            }
+        }
+        if remove_special && self.vocab.add_eos() {
+            if let (Some(&last), Some(eos)) = (ids.last(), special.eos) {
+                if last == eos {
+                    ids = &ids[..ids.len() - 1];
+                }
+            }
+        }
+        let mut out = Vec::with_capacity(ids.len() * 4);
+        for &id in ids {
+            let mut piece = self.token_bytes(id, unparse_special)?;
+            if remove_space {
+                if let Some(rest) = piece.strip_prefix(b" ") {
+                    piece = rest;
+                }
+            }
+            remove_space = false;
+            out.extend_from_slice(piece);
+        }
+        if self.vocab.clean_spaces {
+            decode::clean_spaces(&mut out);
+        }
+        Ok(out)
+    }
+
+    /// Decodes ids to text (`detokenize(ids, false, false)`), invalid UTF-8 as U+FFFD.
+    pub fn decode(&self, ids: &[TokenId]) -> Result<String> {
+        Ok(String::from_utf8_lossy(&self.detokenize(ids, false, false)?).into_owned())
+    }
+
+    /// A decoder for a live view, one token at a time (`special`: render control tokens).
+    pub fn stream_decoder(&self, special: bool) -> StreamDecoder<'_> {
+        StreamDecoder::new(self, special)
+    }
+
+    /// Whether this is a SentencePiece-style vocabulary.
+    pub fn is_spm(&self) -> bool {
+        matches!(self.vocab.kind(), VocabKind::Spm)
+    }
+}

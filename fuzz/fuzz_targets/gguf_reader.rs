@@ -20,6 +20,12 @@ fuzz_target!(|data: &[u8]| {
     }
     std::hint::black_box(sum);
 
+    // A valid file may declare any power-of-two alignment up to 2^31; re-writing it would
+    // need that much padding, so the round trip is checked for realistic alignments only
+    // (first finding of this target: alignment 2^29 made the writer allocate 512 MiB).
+    if file.alignment() > 1 << 16 {
+        return;
+    }
     let once = rewrite(&file);
     let reparsed = GgufFile::from_vec(once.clone()).expect("writer output must parse");
     assert_eq!(rewrite(&reparsed), once, "write(parse(write(parse(x)))) differs");

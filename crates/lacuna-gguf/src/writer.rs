@@ -222,18 +222,18 @@ impl GgufWriter {
             header.extend_from_slice(&offset.to_le_bytes());
             offset = (offset + t.n_bytes).next_multiple_of(self.alignment);
         }
-        let pad = padding(header.len() as u64, self.alignment);
-        header.resize(header.len() + pad as usize, 0);
         w.write_all(&header)?;
+        let header_len = header.len() as u64 + padding(header.len() as u64, self.alignment);
+        write_zeros(w, padding(header.len() as u64, self.alignment))?;
         for t in &self.tensors {
             match &t.data {
                 Data::Bytes(b) => w.write_all(b)?,
                 Data::Zeroed => skip(w, t.n_bytes)?,
             }
-            w.write_all(&vec![0u8; padding(t.n_bytes, self.alignment) as usize])?;
+            write_zeros(w, padding(t.n_bytes, self.alignment))?;
         }
         w.flush()?;
-        Ok(header.len() as u64 + offset)
+        Ok(header_len + offset)
     }
 }
 

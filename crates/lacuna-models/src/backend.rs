@@ -43,7 +43,13 @@ pub trait Backend {
     fn name(&self) -> String;
 
     /// Prepares `n` rows of `k` elements of type `ty` (ggml row-major bytes), once at load.
-    fn prepare_weight(&self, ty: GgmlType, n: usize, k: usize, bytes: &[u8]) -> Result<Self::Weight>;
+    fn prepare_weight(
+        &self,
+        ty: GgmlType,
+        n: usize,
+        k: usize,
+        bytes: &[u8],
+    ) -> Result<Self::Weight>;
 
     /// `y[t x n] = x[t x k] . w^T`.
     fn matmul(&mut self, x: &[f32], t: usize, w: &Self::Weight, y: &mut [f32]) -> Result<()>;

@@ -109,7 +109,11 @@ impl Config {
         let rms_eps = md.get_f32(&k("attention.layer_norm_rms_epsilon"))?;
         let rope_freq_base = opt_f32(md, &k("rope.freq_base"))?.unwrap_or(10_000.0);
         let rope_scale = opt_f32(md, &k("rope.scaling.factor"))?.unwrap_or(0.0);
-        let rope_freq_scale = if rope_scale == 0.0 { 1.0 } else { 1.0 / rope_scale };
+        let rope_freq_scale = if rope_scale == 0.0 {
+            1.0
+        } else {
+            1.0 / rope_scale
+        };
         for (name, v) in [
             ("block_count", n_layer),
             ("embedding_length", n_embd),
@@ -145,18 +149,29 @@ impl Config {
         if n_rot != head_dim {
             return Err(bad(
                 &k("rope.dimension_count"),
-                format!("{n_rot} differs from the head width {head_dim} (partial RoPE is unsupported)"),
+                format!(
+                    "{n_rot} differs from the head width {head_dim} (partial RoPE is unsupported)"
+                ),
             ));
         }
         if !(rms_eps.is_finite() && rms_eps > 0.0) {
-            return Err(bad(&k("attention.layer_norm_rms_epsilon"), format!("{rms_eps} must be positive")));
+            return Err(bad(
+                &k("attention.layer_norm_rms_epsilon"),
+                format!("{rms_eps} must be positive"),
+            ));
         }
         if !(rope_freq_base.is_finite() && rope_freq_base > 0.0) {
-            return Err(bad(&k("rope.freq_base"), format!("{rope_freq_base} must be positive")));
+            return Err(bad(
+                &k("rope.freq_base"),
+                format!("{rope_freq_base} must be positive"),
+            ));
         }
         if let Some(t) = md.get_str_opt(&k("rope.scaling.type"))? {
             if t != "none" && t != "linear" {
-                return Err(bad(&k("rope.scaling.type"), format!("{t:?} is unsupported")));
+                return Err(bad(
+                    &k("rope.scaling.type"),
+                    format!("{t:?} is unsupported"),
+                ));
             }
         }
         let moe = if arch.is_moe() {
@@ -173,7 +188,10 @@ impl Config {
                 _ => n_ff / n_expert_used,
             };
             if n_ff_exp == 0 || n_ff_exp > MAX_DIM {
-                return Err(bad(&k("expert_feed_forward_length"), format!("{n_ff_exp} is unusable")));
+                return Err(bad(
+                    &k("expert_feed_forward_length"),
+                    format!("{n_ff_exp} is unusable"),
+                ));
             }
             let weights_scale = opt_f32(md, &k("expert_weights_scale"))?.unwrap_or(0.0);
             Some(MoeConfig {

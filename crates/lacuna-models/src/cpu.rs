@@ -33,7 +33,13 @@ impl Backend for CpuBackend {
         }
     }
 
-    fn prepare_weight(&self, ty: GgmlType, n: usize, k: usize, bytes: &[u8]) -> Result<PackedWeight> {
+    fn prepare_weight(
+        &self,
+        ty: GgmlType,
+        n: usize,
+        k: usize,
+        bytes: &[u8],
+    ) -> Result<PackedWeight> {
         Ok(PackedWeight::new(ty, n, k, bytes)?)
     }
 
@@ -76,14 +82,16 @@ impl Backend for CpuBackend {
 /// squares in f64.
 pub(crate) fn rms_norm(x: &[f32], weight: &[f32], eps: f32, out: &mut [f32]) {
     let n = weight.len();
-    out.par_chunks_mut(n).zip(x.par_chunks(n)).for_each(|(o, x)| {
-        let sum: f64 = x.iter().map(|&v| f64::from(v) * f64::from(v)).sum();
-        let mean = (sum / n as f64) as f32;
-        let scale = 1.0 / (mean + eps).sqrt();
-        for ((o, &v), &w) in o.iter_mut().zip(x).zip(weight) {
-            *o = (v * scale) * w;
-        }
-    });
+    out.par_chunks_mut(n)
+        .zip(x.par_chunks(n))
+        .for_each(|(o, x)| {
+            let sum: f64 = x.iter().map(|&v| f64::from(v) * f64::from(v)).sum();
+            let mean = (sum / n as f64) as f32;
+            let scale = 1.0 / (mean + eps).sqrt();
+            for ((o, &v), &w) in o.iter_mut().zip(x).zip(weight) {
+                *o = (v * scale) * w;
+            }
+        });
 }
 
 /// ggml's `rope_ext` (no YaRN): row `p` of the `t` rows is at position `p`;

@@ -15,7 +15,12 @@ pub(crate) const SUPPORTED: &str = "f32, f16, bf16, q8_0, q4_K, q6_K";
 pub(crate) fn supports(ty: GgmlType) -> bool {
     matches!(
         ty,
-        GgmlType::F32 | GgmlType::F16 | GgmlType::BF16 | GgmlType::Q8_0 | GgmlType::Q4_K | GgmlType::Q6_K
+        GgmlType::F32
+            | GgmlType::F16
+            | GgmlType::BF16
+            | GgmlType::Q8_0
+            | GgmlType::Q4_K
+            | GgmlType::Q6_K
     )
 }
 

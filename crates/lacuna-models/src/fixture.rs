@@ -261,7 +261,8 @@ fn random_matrix(rng: &mut Rng, ty: GgmlType, n: usize, k: usize, sigma: f32) ->
                 for j in 0..8 {
                     sc[j] = rng.range(32, 63) as u8;
                     // min ~ 7.5 * scale keeps each sub-block centred near zero.
-                    m[j] = (u32::from(sc[j]) as i32 + rng.range(0, 4) as i32 - 2).clamp(0, 63) as u8;
+                    m[j] =
+                        (u32::from(sc[j]) as i32 + rng.range(0, 4) as i32 - 2).clamp(0, 63) as u8;
                 }
                 // Codes 0..15 have standard deviation ~4.6; scales average ~47.5.
                 let d = sigma / (4.6 * 47.5);
@@ -296,14 +297,18 @@ fn random_matrix(rng: &mut Rng, ty: GgmlType, n: usize, k: usize, sigma: f32) ->
 }
 
 fn vector(rng: &mut Rng, n: usize, mean: f32, sigma: f32) -> Vec<u8> {
-    (0..n).flat_map(|_| (mean + sigma * rng.normal()).to_le_bytes()).collect()
+    (0..n)
+        .flat_map(|_| (mean + sigma * rng.normal()).to_le_bytes())
+        .collect()
 }
 
 /// Builds the fixture `spec` describes, ready to write.
 pub fn build(spec: &FixtureSpec) -> Result<GgufWriter> {
     let d = spec.dims;
     if d.n_embd % 256 != 0 || d.n_head == 0 || d.n_head_kv == 0 || d.n_head % d.n_head_kv != 0 {
-        return Err(Error::Fixture("n_embd must be a multiple of 256 and heads divide evenly"));
+        return Err(Error::Fixture(
+            "n_embd must be a multiple of 256 and heads divide evenly",
+        ));
     }
     if spec.n_layer == 0 || d.n_vocab < vocab::MIN_VOCAB {
         return Err(Error::Fixture("need at least one layer and 260 tokens"));
@@ -316,7 +321,10 @@ pub fn build(spec: &FixtureSpec) -> Result<GgufWriter> {
     let hd = d.n_embd / d.n_head;
     let mut w = GgufWriter::new();
     w.add_metadata("general.architecture", arch)?;
-    w.add_metadata("general.name", format!("lacuna fixture {arch} {}", spec.quant.name()).as_str())?;
+    w.add_metadata(
+        "general.name",
+        format!("lacuna fixture {arch} {}", spec.quant.name()).as_str(),
+    )?;
     w.add_metadata("general.file_type", 1u32)?;
     w.add_metadata(&key("vocab_size"), d.n_vocab as u32)?;
     w.add_metadata(&key("context_length"), 4096u32)?;
@@ -347,27 +355,80 @@ pub fn build(spec: &FixtureSpec) -> Result<GgufWriter> {
     let mut rng = Rng(spec.seed ^ 0x1ACB_4A00);
     let (main, high) = (spec.quant.main(), spec.quant.high());
     let sig = |k: usize| 1.0 / (k as f32).sqrt();
-    let mat = |w: &mut GgufWriter, rng: &mut Rng, name: &str, ty: GgmlType, k: usize, n: usize, sigma: f32| -> Result<()> {
+    let mat = |w: &mut GgufWriter,
+               rng: &mut Rng,
+               name: &str,
+               ty: GgmlType,
+               k: usize,
+               n: usize,
+               sigma: f32|
+     -> Result<()> {
         let data = random_matrix(rng, ty, n, k, sigma)?;
         w.add_tensor(name, &[k as u64, n as u64], ty, data)?;
         Ok(())
     };
-    let f32v = |w: &mut GgufWriter, rng: &mut Rng, name: &str, n: usize, mean: f32, s: f32| -> Result<()> {
+    let f32v = |w: &mut GgufWriter,
+                rng: &mut Rng,
+                name: &str,
+                n: usize,
+                mean: f32,
+                s: f32|
+     -> Result<()> {
         w.add_tensor(name, &[n as u64], GgmlType::F32, vector(rng, n, mean, s))?;
         Ok(())
     };
-    mat(&mut w, &mut rng, "token_embd.weight", main, d.n_embd, d.n_vocab, 1.0)?;
+    mat(
+        &mut w,
+        &mut rng,
+        "token_embd.weight",
+        main,
+        d.n_embd,
+        d.n_vocab,
+        1.0,
+    )?;
     f32v(&mut w, &mut rng, "output_norm.weight", d.n_embd, 1.0, 0.1)?;
     if !spec.tied {
-        mat(&mut w, &mut rng, "output.weight", high, d.n_embd, d.n_vocab, 2.0 * sig(d.n_embd))?;
+        mat(
+            &mut w,
+            &mut rng,
+            "output.weight",
+            high,
+            d.n_embd,
+            d.n_vocab,
+            2.0 * sig(d.n_embd),
+        )?;
     }
     let (q_dim, kv_dim) = (d.n_head * hd, d.n_head_kv * hd);
     for il in 0..spec.n_layer {
         let p = |s: &str| format!("blk.{il}.{s}");
         f32v(&mut w, &mut rng, &p("attn_norm.weight"), d.n_embd, 1.0, 0.1)?;
-        mat(&mut w, &mut rng, &p("attn_q.weight"), main, d.n_embd, q_dim, 2.0 * sig(d.n_embd))?;
-        mat(&mut w, &mut rng, &p("attn_k.weight"), main, d.n_embd, kv_dim, 2.0 * sig(d.n_embd))?;
-        mat(&mut w, &mut rng, &p("attn_v.weight"), high, d.n_embd, kv_dim, sig(d.n_embd))?;
+        mat(
+            &mut w,
+            &mut rng,
+            &p("attn_q.weight"),
+            main,
+            d.n_embd,
+            q_dim,
+            2.0 * sig(d.n_embd),
+        )?;
+        mat(
+            &mut w,
+            &mut rng,
+            &p("attn_k.weight"),
+            main,
+            d.n_embd,
+            kv_dim,
+            2.0 * sig(d.n_embd),
+        )?;
+        mat(
+            &mut w,
+            &mut rng,
+            &p("attn_v.weight"),
+            high,
+            d.n_embd,
+            kv_dim,
+            sig(d.n_embd),
+        )?;
         if spec.arch == Arch::Dream {
             f32v(&mut w, &mut rng, &p("attn_q.bias"), q_dim, 0.0, 0.2)?;
             f32v(&mut w, &mut rng, &p("attn_k.bias"), kv_dim, 0.0, 0.2)?;
@@ -377,25 +438,66 @@ pub fn build(spec: &FixtureSpec) -> Result<GgufWriter> {
             f32v(&mut w, &mut rng, &p("attn_q_norm.weight"), hd, 1.0, 0.1)?;
             f32v(&mut w, &mut rng, &p("attn_k_norm.weight"), hd, 1.0, 0.1)?;
         }
-        mat(&mut w, &mut rng, &p("attn_output.weight"), main, q_dim, d.n_embd, 0.5 * sig(q_dim))?;
+        mat(
+            &mut w,
+            &mut rng,
+            &p("attn_output.weight"),
+            main,
+            q_dim,
+            d.n_embd,
+            0.5 * sig(q_dim),
+        )?;
         f32v(&mut w, &mut rng, &p("ffn_norm.weight"), d.n_embd, 1.0, 0.1)?;
         if spec.arch.is_moe() {
             let (e, ff) = (d.n_expert, d.n_ff_exp);
             let gate_inp = random_matrix(&mut rng, GgmlType::F32, e, d.n_embd, sig(d.n_embd))?;
-            w.add_tensor(&p("ffn_gate_inp.weight"), &[d.n_embd as u64, e as u64], GgmlType::F32, gate_inp)?;
+            w.add_tensor(
+                &p("ffn_gate_inp.weight"),
+                &[d.n_embd as u64, e as u64],
+                GgmlType::F32,
+                gate_inp,
+            )?;
             for (name, ty, k, n) in [
                 ("ffn_gate_exps.weight", main, d.n_embd, ff),
                 ("ffn_up_exps.weight", main, d.n_embd, ff),
                 ("ffn_down_exps.weight", high, ff, d.n_embd),
             ] {
-                let sigma = if name.starts_with("ffn_down") { 0.5 * sig(k) } else { sig(k) };
+                let sigma = if name.starts_with("ffn_down") {
+                    0.5 * sig(k)
+                } else {
+                    sig(k)
+                };
                 let data = random_matrix(&mut rng, ty, n * e, k, sigma)?;
                 w.add_tensor(&p(name), &[k as u64, n as u64, e as u64], ty, data)?;
             }
         } else {
-            mat(&mut w, &mut rng, &p("ffn_gate.weight"), main, d.n_embd, d.n_ff, sig(d.n_embd))?;
-            mat(&mut w, &mut rng, &p("ffn_up.weight"), main, d.n_embd, d.n_ff, sig(d.n_embd))?;
-            mat(&mut w, &mut rng, &p("ffn_down.weight"), high, d.n_ff, d.n_embd, 0.5 * sig(d.n_ff))?;
+            mat(
+                &mut w,
+                &mut rng,
+                &p("ffn_gate.weight"),
+                main,
+                d.n_embd,
+                d.n_ff,
+                sig(d.n_embd),
+            )?;
+            mat(
+                &mut w,
+                &mut rng,
+                &p("ffn_up.weight"),
+                main,
+                d.n_embd,
+                d.n_ff,
+                sig(d.n_embd),
+            )?;
+            mat(
+                &mut w,
+                &mut rng,
+                &p("ffn_down.weight"),
+                high,
+                d.n_ff,
+                d.n_embd,
+                0.5 * sig(d.n_ff),
+            )?;
         }
     }
     Ok(w)

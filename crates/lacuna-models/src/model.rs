@@ -260,7 +260,11 @@ impl<B: Backend> Model<B> {
             let q = buf(&mut s.q, t * cfg.q_dim());
             let k = buf(&mut s.k, t * cfg.kv_dim());
             let v = buf(&mut s.v, t * cfg.kv_dim());
-            for (lin, y) in [(&layer.q, &mut *q), (&layer.k, &mut *k), (&layer.v, &mut *v)] {
+            for (lin, y) in [
+                (&layer.q, &mut *q),
+                (&layer.k, &mut *k),
+                (&layer.v, &mut *v),
+            ] {
                 linear(be, lin, &s.xn[..t * d], t, y, &mut gemm, &mut other)?;
             }
             let c = Instant::now();
@@ -319,8 +323,13 @@ impl<B: Backend> Model<B> {
                     down,
                 } => {
                     let c = Instant::now();
-                    let m = cfg.moe.as_ref().ok_or(Error::Fixture("MoE layer without MoE config"))?;
-                    moe::moe_ffn(be, m, router, gate, up, down, xn, cur_t, d, proj, &mut s.moe)?;
+                    let m = cfg
+                        .moe
+                        .as_ref()
+                        .ok_or(Error::Fixture("MoE layer without MoE config"))?;
+                    moe::moe_ffn(
+                        be, m, router, gate, up, down, xn, cur_t, d, proj, &mut s.moe,
+                    )?;
                     gemm += c.elapsed();
                 }
             }
@@ -330,11 +339,24 @@ impl<B: Backend> Model<B> {
         }
         let c = Instant::now();
         let xn = buf(&mut s.xn, cur_t * d);
-        be.rms_norm(&s.x[..cur_t * d], &self.weights.output_norm, cfg.rms_eps, xn);
+        be.rms_norm(
+            &s.x[..cur_t * d],
+            &self.weights.output_norm,
+            cfg.rms_eps,
+            xn,
+        );
         other += c.elapsed();
         let c = Instant::now();
         let mut lm = Duration::ZERO;
-        linear(be, &self.weights.output, xn, cur_t, out, &mut lm, &mut other)?;
+        linear(
+            be,
+            &self.weights.output,
+            xn,
+            cur_t,
+            out,
+            &mut lm,
+            &mut other,
+        )?;
         let _ = c;
         tm.gemm += gemm;
         tm.attention += attention;

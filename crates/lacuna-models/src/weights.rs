@@ -114,7 +114,14 @@ impl<B: Backend> Loader<'_, B> {
         self.prepare(name, info, self.file.info_data(info), k, n)
     }
 
-    fn prepare(&self, name: &str, info: &TensorInfo, bytes: &[u8], k: usize, n: usize) -> Result<B::Weight> {
+    fn prepare(
+        &self,
+        name: &str,
+        info: &TensorInfo,
+        bytes: &[u8],
+        k: usize,
+        n: usize,
+    ) -> Result<B::Weight> {
         self.backend
             .prepare_weight(info.ty, n, k, bytes)
             .map_err(|e| match e {

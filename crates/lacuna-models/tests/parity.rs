@@ -36,9 +36,17 @@ struct Bounds {
 }
 
 fn bounds(arch: Arch, quant: QuantMix) -> Bounds {
-    let tight = |rel| Bounds { rel, loose: rel, n_loose: 0 };
+    let tight = |rel| Bounds {
+        rel,
+        loose: rel,
+        n_loose: 0,
+    };
     match (arch, quant) {
-        (Arch::LladaMoe, QuantMix::Q8_0) => Bounds { rel: 1e-5, loose: 1e-2, n_loose: 2 },
+        (Arch::LladaMoe, QuantMix::Q8_0) => Bounds {
+            rel: 1e-5,
+            loose: 1e-2,
+            n_loose: 2,
+        },
         (_, QuantMix::F16) => tight(1e-3),
         (_, QuantMix::Bf16) => tight(5e-3),
         _ => tight(1e-5),
@@ -63,23 +71,47 @@ fn check(arch: Arch, quant: QuantMix) {
         .collect();
     let mut model = Model::load(GgufFile::from_vec(bytes).unwrap(), CpuBackend::new()).unwrap();
     let vocab = model.vocab_size();
-    assert_eq!(reference.len(), TOKENS.len() * vocab, "{name}: reference size");
+    assert_eq!(
+        reference.len(),
+        TOKENS.len() * vocab,
+        "{name}: reference size"
+    );
     let mut got = vec![0.0f32; TOKENS.len() * vocab];
     model.forward_all(&TOKENS, &mut got).unwrap();
     let b = bounds(arch, quant);
     let mut loose_rows = 0;
-    for (row, (g, r)) in got.chunks_exact(vocab).zip(reference.chunks_exact(vocab)).enumerate() {
-        let err: f64 = g.iter().zip(r).map(|(&a, &b)| f64::from(a - b).powi(2)).sum();
+    for (row, (g, r)) in got
+        .chunks_exact(vocab)
+        .zip(reference.chunks_exact(vocab))
+        .enumerate()
+    {
+        let err: f64 = g
+            .iter()
+            .zip(r)
+            .map(|(&a, &b)| f64::from(a - b).powi(2))
+            .sum();
         let norm: f64 = r.iter().map(|&b| f64::from(b).powi(2)).sum();
         let rel = (err / norm).sqrt();
         let argmax = |v: &[f32]| (0..v.len()).max_by(|&i, &j| v[i].total_cmp(&v[j])).unwrap();
-        assert_eq!(argmax(g), argmax(r), "{name}: row {row} top-1 differs (rel L2 {rel:.2e})");
+        assert_eq!(
+            argmax(g),
+            argmax(r),
+            "{name}: row {row} top-1 differs (rel L2 {rel:.2e})"
+        );
         if rel > b.rel {
             loose_rows += 1;
-            assert!(rel <= b.loose, "{name}: row {row} relative L2 error {rel:.2e} > {:.0e}", b.loose);
+            assert!(
+                rel <= b.loose,
+                "{name}: row {row} relative L2 error {rel:.2e} > {:.0e}",
+                b.loose
+            );
         }
     }
-    assert!(loose_rows <= b.n_loose, "{name}: {loose_rows} rows above {:.0e}", b.rel);
+    assert!(
+        loose_rows <= b.n_loose,
+        "{name}: {loose_rows} rows above {:.0e}",
+        b.rel
+    );
 }
 
 macro_rules! parity {

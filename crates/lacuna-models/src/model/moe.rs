@@ -4,9 +4,9 @@
 //! output times its probability (times `expert_weights_scale` when that is neither 0
 //! nor 1), summed in selection order.
 
+use crate::Result;
 use crate::backend::Backend;
 use crate::config::MoeConfig;
-use crate::Result;
 
 /// Reused buffers of the MoE block.
 #[derive(Debug, Default)]

@@ -48,8 +48,13 @@ const FIXTURES: &[&str] = &[
     "spm",
 ];
 
+/// The committed fixtures, or another recorded set (same file names) named by
+/// `LACUNA_TOKENIZER_FIXTURES`, e.g. a larger random corpus recorded locally.
 fn dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+    match std::env::var_os("LACUNA_TOKENIZER_FIXTURES") {
+        Some(d) => PathBuf::from(d),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures"),
+    }
 }
 
 fn load(name: &str) -> Tokenizer {

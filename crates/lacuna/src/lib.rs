@@ -1,7 +1,45 @@
-//! Lacuna: a local inference engine for diffusion language models.
+//! Lacuna: a local inference engine for diffusion language models (LLaDA, Dream,
+//! LLaDA-MoE) over GGUF files.
 //!
-//! This is the crate programs embed: it re-exports the lower layers and offers the
-//! high-level `Engine` API (load a GGUF, generate with a per-step view of the canvas).
+//! This is the crate programs embed. [`Engine::load`] maps a GGUF file and prepares the
+//! model, its tokenizer and chat template; [`Engine::generate`] runs the model family's
+//! official sampler (LLaDA for `llada`/`llada-moe`, Dream for `dream`) and calls back after
+//! every denoising step with a [`StepView`] of the canvas, for streaming.
+//!
+//! ```no_run
+//! use lacuna::{Engine, EngineOptions, GenerateRequest, Prompt};
+//! let mut engine = Engine::load("model.gguf", &EngineOptions { threads: Some(4) })?;
+//! let mut request = GenerateRequest::new(Prompt::user("Write a haiku about rain."));
+//! request.gen_length = 64;
+//! request.steps = 64;
+//! request.block_length = Some(32);
+//! let out = engine.generate(&request, |view| {
+//!     let masked = view.canvas.iter().filter(|&&t| t == 126336).count();
+//!     eprintln!("step {}: {masked} masks left", view.step + 1);
+//! })?;
+//! println!("{} ({:.1} tokens/s)", out.text, out.tokens_per_s());
+//! # Ok::<(), lacuna::Error>(())
+//! ```
+//!
+//! [`Engine::demo`] builds a small random-weight model in memory, so the pipeline runs
+//! without a model file (its text is noise).
+
+mod demo;
+mod engine;
+mod error;
+mod request;
+
+pub use demo::{DEMO_CHAT_TEMPLATE, DEMO_LAYERS, demo_gguf_bytes};
+pub use engine::{Engine, EngineOptions};
+pub use error::{Error, Result};
+pub use request::{GenerateRequest, Output, Prompt, Timings, median};
 
 pub use lacuna_gguf as gguf;
+pub use lacuna_models as models;
 pub use lacuna_quant as quant;
+pub use lacuna_sampler as sampler;
+pub use lacuna_sampler::{
+    DreamAlg, Finish, ParallelConfig, ParallelRule, Remasking, Stats, StepView,
+};
+pub use lacuna_tokenizer as tokenizer;
+pub use lacuna_tokenizer::ChatMessage;

@@ -1,0 +1,113 @@
+//! The one error type of the embedding API.
+
+use lacuna_models::Arch;
+
+/// Everything that can go wrong loading a model or generating with it.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The model file is not a valid GGUF file (an unreadable file is [`Error::Gguf`],
+    /// whose message names the path).
+    #[error("{path} is not a valid GGUF file: {source}")]
+    Open {
+        /// The path given.
+        path: String,
+        /// The underlying error.
+        #[source]
+        source: lacuna_gguf::Error,
+    },
+    /// The GGUF container is malformed (or a metadata key is missing or mistyped).
+    #[error(transparent)]
+    Gguf(#[from] lacuna_gguf::Error),
+    /// The model could not be built from the file, or its forward pass failed.
+    #[error(transparent)]
+    Model(#[from] lacuna_models::Error),
+    /// The tokenizer could not be built, or encoding/decoding/chat templating failed.
+    #[error(transparent)]
+    Tokenizer(#[from] lacuna_tokenizer::Error),
+    /// A sampler setting that cannot work (gen_length not a multiple of block_length, ...).
+    #[error(transparent)]
+    Config(#[from] lacuna_sampler::ConfigError),
+    /// The sampler failed while generating (invalid logits, stalled parallel decoding).
+    #[error("generation failed: {0}")]
+    Sampler(lacuna_sampler::Error<lacuna_models::Error>),
+    /// The model names no mask token (`tokenizer.ggml.mask_token_id`), and its architecture
+    /// has no default one inside the vocabulary.
+    #[error(
+        "the model has no mask token (tokenizer.ggml.mask_token_id is absent and the {arch} default is not in the vocabulary)"
+    )]
+    NoMaskToken {
+        /// The model's architecture.
+        arch: Arch,
+    },
+    /// The tokenizer's vocabulary and the model's logits disagree in size.
+    #[error("the tokenizer has {tokenizer} tokens but the model has {model} logits per row")]
+    VocabMismatch {
+        /// Tokens in `tokenizer.ggml.tokens`.
+        tokenizer: usize,
+        /// The model's vocabulary size.
+        model: usize,
+    },
+    /// The prompt plus the canvas does not fit in the model's context.
+    #[error(
+        "prompt ({prompt} tokens) + gen_length ({gen_length}) = {total} tokens exceeds the model's context length {context}"
+    )]
+    ContextOverflow {
+        /// Prompt tokens.
+        prompt: usize,
+        /// Requested generation length.
+        gen_length: usize,
+        /// Their sum.
+        total: usize,
+        /// The model's context length.
+        context: usize,
+    },
+    /// A setting that the model's sampler does not have (e.g. `top_p` for LLaDA).
+    #[error("{setting} is not a setting of the {arch} sampler (it belongs to {belongs_to})")]
+    UnsupportedSetting {
+        /// The setting's name.
+        setting: &'static str,
+        /// The model's architecture.
+        arch: Arch,
+        /// Which sampler has it.
+        belongs_to: &'static str,
+    },
+    /// A prompt given as token ids holds an id outside the vocabulary.
+    #[error("prompt token {token} at position {position} is outside the vocabulary (size {vocab})")]
+    PromptToken {
+        /// The id.
+        token: u32,
+        /// Its position in the prompt.
+        position: usize,
+        /// The vocabulary size.
+        vocab: usize,
+    },
+    /// A chat prompt with no messages.
+    #[error("the chat prompt has no messages")]
+    EmptyChat,
+    /// The worker thread pool could not be started.
+    #[error("cannot start {threads} worker threads: {source}")]
+    ThreadPool {
+        /// Threads requested.
+        threads: usize,
+        /// The underlying error.
+        #[source]
+        source: rayon::ThreadPoolBuildError,
+    },
+    /// Zero threads were requested.
+    #[error("threads must be at least 1")]
+    ZeroThreads,
+}
+
+impl From<lacuna_sampler::Error<lacuna_models::Error>> for Error {
+    fn from(e: lacuna_sampler::Error<lacuna_models::Error>) -> Self {
+        match e {
+            lacuna_sampler::Error::Config(c) => Error::Config(c),
+            lacuna_sampler::Error::Denoiser(m) => Error::Model(m),
+            other => Error::Sampler(other),
+        }
+    }
+}
+
+/// `Result` with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

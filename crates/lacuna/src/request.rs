@@ -1,0 +1,145 @@
+//! What to generate: the prompt and the sampler settings, and what comes back.
+
+use lacuna_sampler::{DreamAlg, ParallelConfig, Remasking, Stats};
+use lacuna_tokenizer::ChatMessage;
+
+/// The prompt of a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Prompt {
+    /// Chat messages, rendered through the model's chat template (`tokenizer.chat_template`)
+    /// with an assistant turn opened.
+    Chat(Vec<ChatMessage>),
+    /// Text used as is (no template), encoded with the vocabulary's BOS/EOS rules.
+    Text(String),
+    /// Token ids used as is.
+    Tokens(Vec<u32>),
+}
+
+impl Prompt {
+    /// A one-message chat prompt from the user.
+    pub fn user(content: impl Into<String>) -> Self {
+        Prompt::Chat(vec![ChatMessage::new("user", content)])
+    }
+}
+
+/// One generation: a prompt and the sampler settings.
+///
+/// Settings marked *LLaDA* or *Dream* belong to that sampler only; setting one for a model
+/// of the other family is an [`Error::UnsupportedSetting`](crate::Error::UnsupportedSetting).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GenerateRequest {
+    /// The prompt.
+    pub prompt: Prompt,
+    /// Tokens to generate (the canvas length after the prompt). Default 128.
+    pub gen_length: usize,
+    /// Denoising steps in total. Default 32. Unused in parallel mode.
+    pub steps: usize,
+    /// Block length of semi-autoregressive decoding; must divide `gen_length`. LLaDA: `None`
+    /// means one block of `gen_length`. Dream: only with `parallel` (its official sampler
+    /// has no blocks). Default `None`.
+    pub block_length: Option<usize>,
+    /// Token temperature; 0 is greedy. Default 0.
+    pub temperature: f64,
+    /// *LLaDA*: remasking strategy (default `low_confidence`).
+    pub remasking: Option<Remasking>,
+    /// *LLaDA*: classifier-free guidance scale (default 0, off).
+    pub cfg_scale: Option<f32>,
+    /// *Dream*: remasking algorithm (default `origin`).
+    pub algorithm: Option<DreamAlg>,
+    /// *Dream*: temperature of the position draw (default 0).
+    pub alg_temp: Option<f32>,
+    /// *Dream*: nucleus threshold.
+    pub top_p: Option<f64>,
+    /// *Dream*: top-k filter.
+    pub top_k: Option<usize>,
+    /// Fast-dLLM parallel decoding instead of the official fixed schedule.
+    pub parallel: Option<ParallelConfig>,
+    /// Seed of the sampler's random draws.
+    pub seed: u64,
+    /// Run the whole schedule and keep what follows the first end token.
+    pub keep_after_eos: bool,
+}
+
+impl GenerateRequest {
+    /// A request for `prompt` with the default settings.
+    pub fn new(prompt: Prompt) -> Self {
+        Self {
+            prompt,
+            gen_length: 128,
+            steps: 32,
+            block_length: None,
+            temperature: 0.0,
+            remasking: None,
+            cfg_scale: None,
+            algorithm: None,
+            alg_temp: None,
+            top_p: None,
+            top_k: None,
+            parallel: None,
+            seed: 0,
+            keep_after_eos: false,
+        }
+    }
+}
+
+/// Wall-clock timings of one generation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Timings {
+    /// Prompt preparation (chat template, tokenization, checks), seconds.
+    pub prepare_s: f64,
+    /// Duration of each denoising step, milliseconds, in order.
+    pub step_ms: Vec<f64>,
+    /// Everything from the call to its return, seconds.
+    pub total_s: f64,
+}
+
+impl Timings {
+    /// Median step time in milliseconds (0 when no step ran).
+    pub fn step_ms_median(&self) -> f64 {
+        median(&self.step_ms)
+    }
+}
+
+/// The median of `values` (0 for none).
+pub fn median(values: &[f64]) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// The result of [`Engine::generate`](crate::Engine::generate).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Output {
+    /// The prompt as token ids (after the chat template).
+    pub prompt_tokens: Vec<u32>,
+    /// The generated tokens, cut before the first end token unless `keep_after_eos`.
+    pub tokens: Vec<u32>,
+    /// `tokens` decoded (control tokens hidden).
+    pub text: String,
+    /// The final canvas, prompt included.
+    pub canvas: Vec<u32>,
+    /// Sampler counters (steps run, denoiser calls, why it finished).
+    pub stats: Stats,
+    /// Timings.
+    pub timings: Timings,
+}
+
+impl Output {
+    /// Generated canvas positions per second of the whole call (`gen_length / total_s`).
+    pub fn tokens_per_s(&self) -> f64 {
+        let generated = self.canvas.len() - self.prompt_tokens.len();
+        if self.timings.total_s > 0.0 {
+            generated as f64 / self.timings.total_s
+        } else {
+            0.0
+        }
+    }
+}

@@ -4,6 +4,9 @@
 //!
 //! `cargo bench -p lacuna-gguf --bench open`
 
+// criterion_group!/criterion_main! generate public functions that cannot carry docs.
+#![allow(missing_docs)]
+
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};

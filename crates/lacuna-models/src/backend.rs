@@ -55,7 +55,7 @@ pub trait Backend {
     fn matmul(&mut self, x: &[f32], t: usize, w: &Self::Weight, y: &mut [f32]) -> Result<()>;
 
     /// RMSNorm of each `weight.len()`-wide row of `x`, times `weight`, into `out`.
-    fn rms_norm(&mut self, x: &[f32], weight: &[f32], eps: f32, out: &mut [f32]);
+    fn rms_norm(&mut self, x: &[f32], weight: &[f32], eps: f32, out: &mut [f32]) -> Result<()>;
 
     /// Rotates, in place, each `head_dim`-wide head of each of the `t` rows of `x`; row
     /// `i` is at position `i`.
@@ -73,8 +73,8 @@ pub trait Backend {
         shape: AttnShape,
         rows: Option<&[usize]>,
         out: &mut [f32],
-    );
+    ) -> Result<()>;
 
-    /// `gate = silu(gate) * up`, element-wise.
-    fn swiglu(&mut self, gate: &mut [f32], up: &[f32]);
+    /// `out = silu(gate) * up`, element-wise.
+    fn swiglu(&mut self, gate: &[f32], up: &[f32], out: &mut [f32]) -> Result<()>;
 }

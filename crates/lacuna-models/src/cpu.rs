@@ -1,7 +1,7 @@
-//! The CPU backend: quantized GEMM from `lacuna-cpu` (weights repacked once at load) and,
-//! for the element-wise and attention operations `lacuna-cpu` does not export yet, plain
-//! rayon-parallel implementations following ggml's CPU arithmetic (f64 sums where ggml
-//! uses `ggml_float`).
+//! The CPU backend: `lacuna-cpu`'s kernels (GEMM over weights repacked once at load,
+//! attention, RMSNorm, SwiGLU), the row-wise ones split over rayon tasks here, and RoPE
+//! written here (rayon-parallel over positions, with `freq_scale`, which `lacuna-cpu`'s
+//! single-threaded `rope_*` lacks; same arithmetic as ggml's rope cache).
 
 use lacuna_cpu::{PackedWeight, Workspace};
 use lacuna_quant::GgmlType;
@@ -14,6 +14,8 @@ use crate::{Result, RopeStyle};
 #[derive(Debug, Default)]
 pub struct CpuBackend {
     ws: Workspace,
+    /// All-rows attention output when only some rows are asked for.
+    attn_rows: Vec<f32>,
 }
 
 impl CpuBackend {
@@ -47,8 +49,12 @@ impl Backend for CpuBackend {
         Ok(lacuna_cpu::matmul(x, t, w, y, &mut self.ws)?)
     }
 
-    fn rms_norm(&mut self, x: &[f32], weight: &[f32], eps: f32, out: &mut [f32]) {
-        rms_norm(x, weight, eps, out);
+    fn rms_norm(&mut self, x: &[f32], weight: &[f32], eps: f32, out: &mut [f32]) -> Result<()> {
+        let chunk = weight.len() * ROWS_PER_TASK;
+        out.par_chunks_mut(chunk)
+            .zip(x.par_chunks(chunk))
+            .try_for_each(|(o, x)| lacuna_cpu::rms_norm(x, weight, eps, o))?;
+        Ok(())
     }
 
     fn rope(&mut self, x: &mut [f32], t: usize, head_dim: usize, params: RopeParams) {
@@ -63,36 +69,57 @@ impl Backend for CpuBackend {
         shape: AttnShape,
         rows: Option<&[usize]>,
         out: &mut [f32],
-    ) {
-        attention(q, k, v, shape, rows, out);
+    ) -> Result<()> {
+        let s = shape;
+        let Some(rows) = rows else {
+            return Ok(lacuna_cpu::attention(
+                q,
+                k,
+                v,
+                s.t,
+                s.n_head,
+                s.n_head_kv,
+                s.head_dim,
+                s.scale,
+                out,
+            )?);
+        };
+        // All rows, then the requested ones: the same arithmetic as the full pass, so a
+        // row's logits do not depend on which other rows were asked for.
+        let width = s.n_head * s.head_dim;
+        let all = &mut self.attn_rows;
+        if all.len() < s.t * width {
+            all.resize(s.t * width, 0.0);
+        }
+        let all = &mut all[..s.t * width];
+        lacuna_cpu::attention(
+            q,
+            k,
+            v,
+            s.t,
+            s.n_head,
+            s.n_head_kv,
+            s.head_dim,
+            s.scale,
+            all,
+        )?;
+        for (o, &r) in out.chunks_exact_mut(width).zip(rows) {
+            o.copy_from_slice(&all[r * width..(r + 1) * width]);
+        }
+        Ok(())
     }
 
-    fn swiglu(&mut self, gate: &mut [f32], up: &[f32]) {
-        gate.par_chunks_mut(4096)
-            .zip(up.par_chunks(4096))
-            .for_each(|(g, u)| {
-                for (g, &u) in g.iter_mut().zip(u) {
-                    *g = *g / (1.0 + (-*g).exp()) * u;
-                }
-            });
+    fn swiglu(&mut self, gate: &[f32], up: &[f32], out: &mut [f32]) -> Result<()> {
+        const CHUNK: usize = 1 << 14;
+        out.par_chunks_mut(CHUNK)
+            .zip(gate.par_chunks(CHUNK).zip(up.par_chunks(CHUNK)))
+            .try_for_each(|(o, (g, u))| lacuna_cpu::swiglu(g, u, o))?;
+        Ok(())
     }
 }
 
-/// ggml's `rms_norm` then `mul`: `out = (x * (1 / sqrt(mean(x^2) + eps))) * w`, the sum of
-/// squares in f64.
-pub(crate) fn rms_norm(x: &[f32], weight: &[f32], eps: f32, out: &mut [f32]) {
-    let n = weight.len();
-    out.par_chunks_mut(n)
-        .zip(x.par_chunks(n))
-        .for_each(|(o, x)| {
-            let sum: f64 = x.iter().map(|&v| f64::from(v) * f64::from(v)).sum();
-            let mean = (sum / n as f64) as f32;
-            let scale = 1.0 / (mean + eps).sqrt();
-            for ((o, &v), &w) in o.iter_mut().zip(x).zip(weight) {
-                *o = (v * scale) * w;
-            }
-        });
-}
+/// Rows per rayon task of the row-wise operations.
+const ROWS_PER_TASK: usize = 8;
 
 /// ggml's `rope_ext` (no YaRN): row `p` of the `t` rows is at position `p`;
 /// `theta_i = p * freq_scale * base^(-2i/d)`, the powers built by repeated multiplication
@@ -125,70 +152,6 @@ pub(crate) fn rope(x: &mut [f32], t: usize, head_dim: usize, params: RopeParams)
                     head[a] = x0 * c - x1 * s;
                     head[b] = x0 * s + x1 * c;
                 }
-            }
-        },
-    );
-}
-
-/// 16-lane dot product (vectorizes without fast-math).
-#[inline]
-pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut acc = [0.0f32; 16];
-    let ca = a.chunks_exact(16);
-    let cb = b.chunks_exact(16);
-    let (ra, rb) = (ca.remainder(), cb.remainder());
-    for (x, y) in ca.zip(cb) {
-        for i in 0..16 {
-            acc[i] += x[i] * y[i];
-        }
-    }
-    let mut s: f32 = ra.iter().zip(rb).map(|(x, y)| x * y).sum();
-    for v in acc {
-        s += v;
-    }
-    s
-}
-
-fn attention(
-    q: &[f32],
-    k: &[f32],
-    v: &[f32],
-    s: AttnShape,
-    rows: Option<&[usize]>,
-    out: &mut [f32],
-) {
-    let hd = s.head_dim;
-    let q_dim = s.n_head * hd;
-    let kv_dim = s.n_head_kv * hd;
-    let group = s.n_head / s.n_head_kv;
-    out.par_chunks_mut(q_dim).enumerate().for_each_init(
-        || (vec![0.0f32; s.t], vec![0.0f32; hd]),
-        |(scores, acc), (r, o)| {
-            let i = rows.map_or(r, |rows| rows[r]);
-            for h in 0..s.n_head {
-                let g = h / group;
-                let qi = &q[i * q_dim + h * hd..][..hd];
-                let mut max = f32::NEG_INFINITY;
-                for (j, sc) in scores.iter_mut().enumerate() {
-                    let kj = &k[j * kv_dim + g * hd..][..hd];
-                    *sc = dot(qi, kj) * s.scale;
-                    max = max.max(*sc);
-                }
-                let mut sum = 0.0f64;
-                for sc in scores.iter_mut() {
-                    *sc = (*sc - max).exp();
-                    sum += f64::from(*sc);
-                }
-                let inv = (1.0 / sum) as f32;
-                acc.fill(0.0);
-                for (j, &p) in scores.iter().enumerate() {
-                    let p = p * inv;
-                    let vj = &v[j * kv_dim + g * hd..][..hd];
-                    for (a, &vv) in acc.iter_mut().zip(vj) {
-                        *a += p * vv;
-                    }
-                }
-                o[h * hd..(h + 1) * hd].copy_from_slice(acc);
             }
         },
     );

@@ -41,6 +41,7 @@ struct Scratch {
     proj: Vec<f32>,
     gate: Vec<f32>,
     up: Vec<f32>,
+    act: Vec<f32>,
     rows: Vec<f32>,
     moe: moe::MoeScratch,
 }
@@ -255,7 +256,7 @@ impl<B: Backend> Model<B> {
             let last = il + 1 == cfg.n_layer;
             let c = Instant::now();
             let xn = buf(&mut s.xn, t * d);
-            be.rms_norm(&s.x[..t * d], &layer.attn_norm, cfg.rms_eps, xn);
+            be.rms_norm(&s.x[..t * d], &layer.attn_norm, cfg.rms_eps, xn)?;
             other += c.elapsed();
             let q = buf(&mut s.q, t * cfg.q_dim());
             let k = buf(&mut s.k, t * cfg.kv_dim());
@@ -271,10 +272,10 @@ impl<B: Backend> Model<B> {
             if let (Some(qn), Some(kn)) = (&layer.q_norm, &layer.k_norm) {
                 let tmp = buf(&mut s.proj, t * cfg.q_dim());
                 tmp.copy_from_slice(q);
-                be.rms_norm(tmp, qn, cfg.rms_eps, q);
+                be.rms_norm(tmp, qn, cfg.rms_eps, q)?;
                 let tmp = &mut tmp[..t * cfg.kv_dim()];
                 tmp.copy_from_slice(k);
-                be.rms_norm(tmp, kn, cfg.rms_eps, k);
+                be.rms_norm(tmp, kn, cfg.rms_eps, k)?;
             }
             be.rope(q, t, cfg.head_dim, rope);
             be.rope(k, t, cfg.head_dim, rope);
@@ -284,7 +285,7 @@ impl<B: Backend> Model<B> {
             let sel = if last { rows } else { None };
             let out_t = sel.map_or(t, <[usize]>::len);
             let attn = buf(&mut s.attn, out_t * cfg.q_dim());
-            be.attention(q, k, v, shape, sel, attn);
+            be.attention(q, k, v, shape, sel, attn)?;
             attention += c.elapsed();
             if let Some(sel) = sel {
                 // llama.cpp's `inp_out_ids`: keep only the requested rows from here on.
@@ -302,7 +303,7 @@ impl<B: Backend> Model<B> {
             let c = Instant::now();
             add_in_place(&mut s.x[..cur_t * d], proj);
             let xn = buf(&mut s.xn, cur_t * d);
-            be.rms_norm(&s.x[..cur_t * d], &layer.ffn_norm, cfg.rms_eps, xn);
+            be.rms_norm(&s.x[..cur_t * d], &layer.ffn_norm, cfg.rms_eps, xn)?;
             other += c.elapsed();
 
             match &layer.ffn {
@@ -312,24 +313,14 @@ impl<B: Backend> Model<B> {
                     linear(be, gate, xn, cur_t, g, &mut gemm, &mut other)?;
                     linear(be, up, xn, cur_t, u, &mut gemm, &mut other)?;
                     let c = Instant::now();
-                    be.swiglu(g, u);
+                    let act = buf(&mut s.act, cur_t * gate.n);
+                    be.swiglu(g, u, act)?;
                     other += c.elapsed();
-                    linear(be, down, g, cur_t, proj, &mut gemm, &mut other)?;
+                    linear(be, down, act, cur_t, proj, &mut gemm, &mut other)?;
                 }
-                Ffn::Moe {
-                    router,
-                    gate,
-                    up,
-                    down,
-                } => {
+                Ffn::Moe(experts) => {
                     let c = Instant::now();
-                    let m = cfg
-                        .moe
-                        .as_ref()
-                        .ok_or(Error::Fixture("MoE layer without MoE config"))?;
-                    moe::moe_ffn(
-                        be, m, router, gate, up, down, xn, cur_t, d, proj, &mut s.moe,
-                    )?;
+                    moe::moe_ffn(be, experts, xn, cur_t, d, proj, &mut s.moe)?;
                     gemm += c.elapsed();
                 }
             }
@@ -344,9 +335,8 @@ impl<B: Backend> Model<B> {
             &self.weights.output_norm,
             cfg.rms_eps,
             xn,
-        );
+        )?;
         other += c.elapsed();
-        let c = Instant::now();
         let mut lm = Duration::ZERO;
         linear(
             be,
@@ -357,7 +347,6 @@ impl<B: Backend> Model<B> {
             &mut lm,
             &mut other,
         )?;
-        let _ = c;
         tm.gemm += gemm;
         tm.attention += attention;
         tm.lm_head += lm;

@@ -5,7 +5,7 @@ use lacuna_gguf::{GgufFile, TensorInfo};
 
 use crate::backend::Backend;
 use crate::dequant;
-use crate::{Config, Error, Result};
+use crate::{Config, Error, MoeConfig, Result};
 
 /// A projection: a prepared weight and an optional f32 bias.
 #[derive(Debug)]
@@ -26,12 +26,18 @@ pub(crate) enum Ffn<W> {
         down: Linear<W>,
     },
     /// Softmax-routed experts, each a dense SwiGLU block without biases.
-    Moe {
-        router: W,
-        gate: Vec<W>,
-        up: Vec<W>,
-        down: Vec<W>,
-    },
+    Moe(Experts<W>),
+}
+
+/// The experts of one MoE layer and how tokens are routed to them.
+#[derive(Debug)]
+pub(crate) struct Experts<W> {
+    pub(crate) cfg: MoeConfig,
+    /// `[n_expert x n_embd]` router.
+    pub(crate) router: W,
+    pub(crate) gate: Vec<W>,
+    pub(crate) up: Vec<W>,
+    pub(crate) down: Vec<W>,
 }
 
 /// One transformer block.
@@ -183,12 +189,13 @@ impl<B: Backend> Loader<'_, B> {
                     up: self.linear_no_bias(&p("ffn_up"), d, cfg.n_ff)?,
                     down: self.linear_no_bias(&p("ffn_down"), cfg.n_ff, d)?,
                 },
-                Some(m) => Ffn::Moe {
+                Some(m) => Ffn::Moe(Experts {
+                    cfg: m,
                     router: self.matrix(&p("ffn_gate_inp.weight"), d, m.n_expert)?,
                     gate: self.experts(&p("ffn_gate_exps.weight"), d, m.n_ff_exp, m.n_expert)?,
                     up: self.experts(&p("ffn_up_exps.weight"), d, m.n_ff_exp, m.n_expert)?,
                     down: self.experts(&p("ffn_down_exps.weight"), m.n_ff_exp, d, m.n_expert)?,
-                },
+                }),
             };
             layers.push(Layer {
                 attn_norm: self.vector(&p("attn_norm.weight"), d)?,

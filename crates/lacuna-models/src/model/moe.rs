@@ -6,7 +6,7 @@
 
 use crate::Result;
 use crate::backend::Backend;
-use crate::config::MoeConfig;
+use crate::weights::Experts;
 
 /// Reused buffers of the MoE block.
 #[derive(Debug, Default)]
@@ -21,6 +21,7 @@ pub(crate) struct MoeScratch {
     xin: Vec<f32>,
     gate: Vec<f32>,
     up: Vec<f32>,
+    act: Vec<f32>,
     down: Vec<f32>,
     /// `[t][k][d]` weighted expert outputs.
     slots: Vec<f32>,
@@ -55,23 +56,19 @@ pub(crate) fn top_k(x: &[f32], k: usize, out: &mut [usize]) {
 }
 
 /// `out[t x d] = MoE(xn[t x d])`.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn moe_ffn<B: Backend>(
     be: &mut B,
-    m: &MoeConfig,
-    router: &B::Weight,
-    gate: &[B::Weight],
-    up: &[B::Weight],
-    down: &[B::Weight],
+    ex: &Experts<B::Weight>,
     xn: &[f32],
     t: usize,
     d: usize,
     out: &mut [f32],
     s: &mut MoeScratch,
 ) -> Result<()> {
+    let m = &ex.cfg;
     let (ne, k, ff) = (m.n_expert, m.n_expert_used, m.n_ff_exp);
     let probs = grow(&mut s.probs, t * ne);
-    be.matmul(xn, t, router, probs)?;
+    be.matmul(xn, t, &ex.router, probs)?;
     s.sel.resize(t * k, 0);
     s.weight.resize(t * k, 0.0);
     for (ti, p) in probs.chunks_exact_mut(ne).enumerate() {
@@ -105,11 +102,12 @@ pub(crate) fn moe_ffn<B: Backend>(
         }
         let g = grow(&mut s.gate, n * ff);
         let u = grow(&mut s.up, n * ff);
-        be.matmul(xin, n, &gate[e], g)?;
-        be.matmul(xin, n, &up[e], u)?;
-        be.swiglu(g, u);
+        be.matmul(xin, n, &ex.gate[e], g)?;
+        be.matmul(xin, n, &ex.up[e], u)?;
+        let act = grow(&mut s.act, n * ff);
+        be.swiglu(g, u, act)?;
         let y = grow(&mut s.down, n * d);
-        be.matmul(g, n, &down[e], y)?;
+        be.matmul(act, n, &ex.down[e], y)?;
         for (row, &(ti, slot)) in y.chunks_exact(d).zip(&s.routed) {
             let w = s.weight[ti * k + slot];
             let dst = &mut slots[(ti * k + slot) * d..][..d];

@@ -8,24 +8,24 @@ use lacuna::models::fixture::{self, FixtureSpec, QuantMix, Shape};
 use lacuna::{Engine, EngineOptions};
 
 /// Bytes of the tiny fixture of `arch` (one layer, F32 weights, no chat template).
-pub fn tiny_bytes(arch: Arch) -> Vec<u8> {
+pub(crate) fn tiny_bytes(arch: Arch) -> Vec<u8> {
     let spec = FixtureSpec::new(arch, Shape::Tiny, 1, QuantMix::F32);
     fixture::build(&spec).unwrap().to_vec().unwrap()
 }
 
 /// An engine over the tiny fixture of `arch`, one thread.
-pub fn tiny_engine(arch: Arch) -> Engine {
+pub(crate) fn tiny_engine(arch: Arch) -> Engine {
     let file = GgufFile::from_vec(tiny_bytes(arch)).unwrap();
     Engine::from_gguf(file, &one_thread()).unwrap()
 }
 
 /// Options with one worker thread.
-pub fn one_thread() -> EngineOptions {
+pub(crate) fn one_thread() -> EngineOptions {
     EngineOptions { threads: Some(1) }
 }
 
 /// `bytes` rewritten with metadata `key` removed (everything else copied).
-pub fn without_key(bytes: Vec<u8>, key: &str) -> Vec<u8> {
+pub(crate) fn without_key(bytes: Vec<u8>, key: &str) -> Vec<u8> {
     let file = GgufFile::from_vec(bytes).unwrap();
     let mut w = GgufWriter::new();
     for (k, v) in file.metadata().iter() {
@@ -41,7 +41,7 @@ pub fn without_key(bytes: Vec<u8>, key: &str) -> Vec<u8> {
 }
 
 /// `bytes` with metadata `key` set to `value` (replacing it).
-pub fn with_key(bytes: Vec<u8>, key: &str, value: Value) -> Vec<u8> {
+pub(crate) fn with_key(bytes: Vec<u8>, key: &str, value: Value) -> Vec<u8> {
     let stripped = without_key(bytes, key);
     let file = GgufFile::from_vec(stripped).unwrap();
     let mut w = GgufWriter::new();

@@ -70,3 +70,14 @@ fn dream_timesteps_use_the_two_sided_fused_form() {
     assert_eq!(ts[1], step.mul_add(1.0, 1.0));
     assert_eq!(ts[2], (-step).mul_add(1.0, 1e-3));
 }
+
+#[test]
+fn dream_timesteps_are_fused_where_that_changes_the_count() {
+    // With 15 steps, timestep 12 is 0.2008 with a fused multiply-add (PyTorch's CUDA kernel
+    // as nvcc compiles it) but 0.20080002 with separate roundings; with 1004 masks left the
+    // step then commits 332 positions, not 333.
+    let ts = dream_timesteps(15, 1e-3);
+    assert_eq!(ts[12], 0.2008f32);
+    assert_eq!(ts[13], 0.1342f32);
+    assert_eq!(dream_transfer_count(1004, ts[12], ts[13], false), 332);
+}

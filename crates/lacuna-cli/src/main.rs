@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 mod bench;
 mod fixture;
 mod logits;
+mod tokenize;
 
 /// Local inference engine for diffusion language models.
 #[derive(Parser)]
@@ -25,6 +26,8 @@ enum Command {
     Logits(logits::LogitsArgs),
     /// Time the forward pass over a canvas.
     Bench(bench::BenchArgs),
+    /// Print the token ids of a text, as llama.cpp tokenizes it.
+    Tokenize(tokenize::TokenizeArgs),
 }
 
 fn main() {
@@ -43,5 +46,6 @@ fn run(cli: Cli) -> Result<()> {
         Command::Fixture(args) => fixture::run(args),
         Command::Logits(args) => logits::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Tokenize(args) => tokenize::run(args),
     }
 }

@@ -2,7 +2,8 @@
 model and stores settings, the draws consumed, the per-step commits and the final canvas.
 
     pip install numpy
-    python3 tools/sampler-ref/make_cases.py   # writes crates/lacuna-sampler/tests/data/*.json
+    python3 tools/sampler-ref/make_cases.py           # writes crates/lacuna-sampler/tests/data/*.json
+    python3 tools/sampler-ref/make_cases.py --check   # fails if the committed files differ
 
 The Rust test (crates/lacuna-sampler/tests/official_cases.rs) replays each case through
 lacuna-sampler with the same toy model and draws and requires identical results.
@@ -10,6 +11,7 @@ lacuna-sampler with the same toy model and draws and requires identical results.
 
 import json
 import os
+import sys
 
 import numpy as np
 
@@ -118,18 +120,28 @@ def run_case(name, family, o, seed):
 
 
 def main():
+    check = "--check" in sys.argv[1:]
     os.makedirs(OUT, exist_ok=True)
     cases = []
     for seed, (name, o) in enumerate(LLADA):
         cases.append(run_case(name, "llada", o, seed))
     for seed, (name, o) in enumerate(DREAM):
         cases.append(run_case(name, "dream", o, 100 + seed))
+    stale = []
     for c in cases:
-        with open(os.path.join(OUT, c["name"] + ".json"), "w") as f:
-            json.dump(c, f, separators=(",", ":"))
-            f.write("\n")
+        path = os.path.join(OUT, c["name"] + ".json")
+        text = json.dumps(c, separators=(",", ":")) + "\n"
+        if check:
+            old = open(path).read() if os.path.exists(path) else None
+            if old != text:
+                stale.append(path)
+            continue
+        with open(path, "w") as f:
+            f.write(text)
         eos = EOS in c["canvas"][len(c["prompt"]):]
         print(f'{c["name"]}: {len(c["steps"])} steps, {len(c["draws24"])} draws, eos={eos}')
+    if stale:
+        sys.exit("stale cases (run tools/sampler-ref/make_cases.py and commit): " + ", ".join(stale))
 
 
 if __name__ == "__main__":

@@ -44,6 +44,7 @@ macro_rules! quant_blocks {
             Q5_1 => 32, BlockQ5_1; Q8_0 => 32, BlockQ8_0; Q8_1 => 32, BlockQ8_1;
             Q2_K => 256, BlockQ2K; Q3_K => 256, BlockQ3K; Q4_K => 256, BlockQ4K;
             Q5_K => 256, BlockQ5K; Q6_K => 256, BlockQ6K; Q8_K => 256, BlockQ8K;
+            IQ4_NL => 32, BlockIQ4NL; IQ4_XS => 256, BlockIQ4XS;
         )
     };
 }

@@ -11,6 +11,8 @@ use crate::legacy::BlockQ8_0;
 use crate::scalar::fp16_to_fp32;
 use crate::{GgmlType, QK_K};
 
+mod quantize;
+
 /// ggml's `kvalues_iq4nl`: the 16 levels of IQ4_NL and IQ4_XS.
 pub const KVALUES_IQ4NL: [i8; 16] = [
     -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113,

@@ -22,3 +22,4 @@ pub use q4_k::BlockQ4K;
 pub use q5_k::BlockQ5K;
 pub use q6_k::BlockQ6K;
 pub use q8_k::BlockQ8K;
+pub(crate) use solvers::GROUP_MAX_EPS;

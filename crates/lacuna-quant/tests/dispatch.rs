@@ -19,11 +19,11 @@ fn unsupported_types_are_typed_errors() {
             op: "dequantize"
         })
     );
-    let mut dst = [0u8; 18];
+    let mut dst = [0u8; 66];
     assert_eq!(
-        quantize_row(GgmlType::IQ4_NL, &[0.0; 32], &mut dst),
+        quantize_row(GgmlType::IQ2_XXS, &[0.0; 256], &mut dst),
         Err(Error::Unsupported {
-            ty: GgmlType::IQ4_NL,
+            ty: GgmlType::IQ2_XXS,
             op: "quantize"
         })
     );

@@ -24,6 +24,8 @@ const QUANTIZERS: &[GgmlType] = &[
     GgmlType::Q5_K,
     GgmlType::Q6_K,
     GgmlType::Q8_K,
+    GgmlType::IQ4_NL,
+    GgmlType::IQ4_XS,
 ];
 
 /// Largest `|x − dequant(quant(x))|` allowed, as a fraction of the block's largest
@@ -48,6 +50,8 @@ fn max_rel_error(ty: GgmlType) -> f32 {
         T::Q4_K => 0.125,
         T::Q5_K => 0.08,
         T::Q6_K => 0.026,
+        T::IQ4_NL => 0.15,
+        T::IQ4_XS => 0.15,
         _ => unreachable!("{ty} has no quantizer"),
     }
 }

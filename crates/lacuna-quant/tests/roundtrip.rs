@@ -40,6 +40,8 @@ const QUANTIZED: &[GgmlType] = &[
     GgmlType::Q5_K,
     GgmlType::Q6_K,
     GgmlType::Q8_K,
+    GgmlType::IQ4_NL,
+    GgmlType::IQ4_XS,
 ];
 
 #[test]

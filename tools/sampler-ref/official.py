@@ -242,8 +242,12 @@ F32_MIN = np.finfo(np.float64).min  # finfo(logits.dtype).min; the rows here are
 
 
 def top_p_logits(logits, top_p):
+    """top_p_logits. The official code takes softmax(sorted logits); here the softmax is
+    taken in token order and read in sorted order: the same numbers up to the order of the
+    normalising sum, which lets Lacuna sort only the top of the ranking."""
     order = list(np.argsort(-logits, kind="stable"))
-    sorted_probs = softmax64(logits[order])
+    probs = softmax64(logits)
+    sorted_probs = [probs[i] for i in order]
     cum, cumulative_probs = 0.0, []
     for p in sorted_probs:
         cum += p

@@ -23,7 +23,7 @@
 
 mod sample;
 
-pub use sample::{Confidence, Filters, Scratch, sample_row};
+pub use sample::{Confidence, Filters, Scratch, nucleus, sample_row};
 
 use crate::denoiser::{Denoiser, fetch_logits};
 use crate::error::{ConfigError, Error};

@@ -60,7 +60,12 @@ pub fn gumbel_argmax(row: &[f32], temperature: f64, rng: &mut impl UniformSource
     let mut best_v = f64::NEG_INFINITY;
     for (i, &l) in row.iter().enumerate() {
         let u = rng.next_f64();
-        let noise = (-u.ln()).powf(temperature);
+        // pow(x, 1) is exactly x; skipping the call keeps the value and saves most of the time.
+        let noise = if temperature == 1.0 {
+            -u.ln()
+        } else {
+            (-u.ln()).powf(temperature)
+        };
         let v = f64::from(l).exp() / noise;
         if v > best_v {
             best = i;

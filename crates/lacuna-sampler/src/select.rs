@@ -5,7 +5,7 @@ use crate::rng::UniformSource;
 use std::cmp::Ordering;
 
 /// A sort key for a confidence: NaN ranks lowest, `-0.0` equals `0.0`.
-fn key(v: f64) -> f64 {
+pub(crate) fn rank_key(v: f64) -> f64 {
     if v.is_nan() {
         f64::NEG_INFINITY
     } else {
@@ -19,8 +19,8 @@ fn key(v: f64) -> f64 {
 pub fn order_desc(conf: &[f64]) -> Vec<usize> {
     let mut idx: Vec<usize> = (0..conf.len()).collect();
     idx.sort_by(|&a, &b| {
-        key(conf[b])
-            .partial_cmp(&key(conf[a]))
+        rank_key(conf[b])
+            .partial_cmp(&rank_key(conf[a]))
             .unwrap_or(Ordering::Equal)
             .then(a.cmp(&b))
     });

@@ -3,6 +3,7 @@
 use crate::math;
 use crate::rng::UniformSource;
 use crate::select;
+use std::cmp::Ordering;
 
 /// Which number `sample_tokens` returns as the confidence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,13 +33,13 @@ pub struct Scratch {
     logits: Vec<f64>,
     sorted: Vec<f64>,
     probs: Vec<f64>,
+    order: Vec<usize>,
 }
 
 /// `sample_tokens` on one row: returns `(token, confidence)`.
 ///
-/// In order: divide by the temperature (f32, when > 0); nucleus filter (sort descending, ties
-/// by token id; drop every token after the first whose cumulative probability exceeds
-/// `top_p`); top-k filter; softmax in f64; at temperature > 0 a categorical draw (one
+/// In order: divide by the temperature (f32, when > 0); nucleus filter (see [`nucleus`]);
+/// top-k filter; softmax in f64; at temperature > 0 a categorical draw (one
 /// `next_f64`, inverse CDF), otherwise the most probable token (first on ties); then the
 /// confidence of the requested kind. `row` must hold a finite value.
 pub fn sample_row(
@@ -56,27 +57,21 @@ pub fn sample_row(
         s.logits.extend(row.iter().map(|&x| f64::from(x)));
     }
     if let Some(p) = f.top_p.filter(|&p| p < 1.0) {
-        let order = select::order_desc(&s.logits);
-        s.sorted.clear();
-        s.sorted.extend(order.iter().map(|&i| s.logits[i]));
-        math::softmax_into(&s.sorted, &mut s.probs);
-        let mut cum = 0.0;
-        let mut remove_rest = false;
-        for (rank, &i) in order.iter().enumerate() {
-            if remove_rest && rank > 0 {
-                s.logits[i] = f64::NEG_INFINITY;
-            }
-            cum += s.probs[rank];
-            remove_rest |= cum > p;
+        math::softmax_into(&s.logits, &mut s.probs);
+        let keep = nucleus(&s.logits, &s.probs, p, &mut s.order);
+        for &i in &s.order[keep..] {
+            s.logits[i] = f64::NEG_INFINITY;
         }
     }
     if let Some(k) = f.top_k {
         let k = k.clamp(1, s.logits.len());
         s.sorted.clear();
         s.sorted.extend_from_slice(&s.logits);
-        // k-th largest: sort descending (NaN cannot occur: inputs are checked).
-        s.sorted.sort_by(|a, b| b.total_cmp(a));
-        let kth = s.sorted[k - 1];
+        // The k-th largest value (NaN cannot occur: inputs are checked).
+        let (_, kth, _) = s
+            .sorted
+            .select_nth_unstable_by(k - 1, |a, b| b.total_cmp(a));
+        let kth = *kth;
         for l in s.logits.iter_mut() {
             if *l < kth {
                 *l = f64::NEG_INFINITY;
@@ -108,4 +103,43 @@ pub fn sample_row(
     };
     // Token ids fit in u32 (GGUF vocabularies are u32-indexed).
     (x0 as u32, conf)
+}
+
+/// `top_p_logits`: how many tokens the nucleus keeps, with `order[..kept]` the kept tokens
+/// from the most probable down and `order` a permutation of all tokens.
+///
+/// Tokens are ranked by descending logit, ties by token id; `probs` (the softmax in token
+/// order) is summed along that ranking and the nucleus ends at the first token whose running
+/// sum exceeds `top_p` (all tokens if none does). The official code takes the softmax of the
+/// sorted logits, the same numbers up to the order of the normalising sum. Only the top of
+/// the ranking is sorted (partial selection, widened as needed), so a peaked distribution
+/// costs O(vocab), not a full sort.
+pub fn nucleus(logits: &[f64], probs: &[f64], top_p: f64, order: &mut Vec<usize>) -> usize {
+    let n = logits.len();
+    order.clear();
+    order.extend(0..n);
+    let by_rank = |a: &usize, b: &usize| {
+        select::rank_key(logits[*b])
+            .partial_cmp(&select::rank_key(logits[*a]))
+            .unwrap_or(Ordering::Equal)
+            .then(a.cmp(b))
+    };
+    let mut m = n.min(256);
+    loop {
+        if m < n {
+            order.select_nth_unstable_by(m - 1, by_rank);
+        }
+        order[..m].sort_unstable_by(by_rank);
+        let mut cum = 0.0;
+        for (rank, &i) in order[..m].iter().enumerate() {
+            cum += probs[i];
+            if cum > top_p {
+                return rank + 1;
+            }
+        }
+        if m == n {
+            return n;
+        }
+        m = (m * 4).min(n);
+    }
 }

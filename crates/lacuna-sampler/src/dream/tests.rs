@@ -477,3 +477,51 @@ fn the_same_seed_gives_the_same_tokens() {
         "the seed must matter at temperature 1"
     );
 }
+
+mod nucleus_props {
+    use super::super::nucleus;
+    use crate::math::softmax_into;
+    use proptest::prelude::*;
+
+    /// The definition, by a full stable sort.
+    fn naive(logits: &[f64], probs: &[f64], p: f64) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..logits.len()).collect();
+        order.sort_by(|&a, &b| logits[b].partial_cmp(&logits[a]).expect("no NaN"));
+        let mut cum = 0.0;
+        for (rank, &i) in order.iter().enumerate() {
+            cum += probs[i];
+            if cum > p {
+                order.truncate(rank + 1);
+                return order;
+            }
+        }
+        order
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+        #[test]
+        fn partial_selection_equals_a_full_sort(
+            n in 1usize..3000,
+            seed in any::<u64>(),
+            spread in prop_oneof![Just(0.5f64), Just(4.0), Just(40.0)],
+            levels in prop_oneof![Just(8u64), Just(1 << 20)],
+            p in prop_oneof![Just(0.0f64), 0.01f64..0.999, Just(0.99999)],
+        ) {
+            let mut rng = crate::rng::Xoshiro256PlusPlus::seed_from_u64(seed);
+            // Few levels give many ties; spread sets how peaked the distribution is.
+            let logits: Vec<f64> = (0..n)
+                .map(|_| (rng.next_u64() % levels) as f64 / levels as f64 * spread)
+                .collect();
+            let mut probs = Vec::new();
+            softmax_into(&logits, &mut probs);
+            let mut order = Vec::new();
+            let kept = nucleus(&logits, &probs, p, &mut order);
+            let want = naive(&logits, &probs, p);
+            prop_assert_eq!(&order[..kept], &want[..]);
+            let mut all = order.clone();
+            all.sort_unstable();
+            prop_assert_eq!(all, (0..n).collect::<Vec<_>>());
+        }
+    }
+}

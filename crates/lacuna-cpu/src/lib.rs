@@ -30,6 +30,7 @@ mod gemm;
 mod ops;
 mod packed;
 mod path;
+pub mod peak;
 
 pub use error::Error;
 pub use gemm::{Workspace, matmul, matmul_on};

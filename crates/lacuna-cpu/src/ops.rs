@@ -26,6 +26,10 @@ pub(crate) enum Level {
 }
 
 pub(crate) fn level() -> Level {
+    #[cfg(test)]
+    if let Some(l) = tests::FORCED.with(|f| f.get()) {
+        return l;
+    }
     level_for(crate::Path::active().unwrap_or(crate::Path::Scalar))
 }
 
@@ -91,4 +95,4 @@ pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -2,6 +2,60 @@ use super::*;
 use crate::Error;
 use crate::gemm::tests::Rng;
 use proptest::prelude::*;
+use std::cell::Cell;
+
+thread_local! {
+    /// Level forced by [`on_level`] for the current thread.
+    pub(crate) static FORCED: Cell<Option<Level>> = const { Cell::new(None) };
+}
+
+fn on_level<R>(path: crate::Path, f: impl FnOnce() -> R) -> R {
+    FORCED.with(|c| c.set(Some(level_for(path))));
+    let r = f();
+    FORCED.with(|c| c.set(None));
+    r
+}
+
+fn bits(v: &[f32]) -> Vec<u32> {
+    v.iter().map(|x| x.to_bits()).collect()
+}
+
+#[test]
+fn every_level_gives_the_same_bits() {
+    let mut rng = Rng(0x1e7e1);
+    let (t, nh, nkv, hd) = (37, 4, 2, 24);
+    let q = vec(&mut rng, t * nh * hd, 2.0);
+    let k = vec(&mut rng, t * nkv * hd, 2.0);
+    let v = vec(&mut rng, t * nkv * hd, 2.0);
+    let x = vec(&mut rng, 3 * 100, 20.0);
+    let w = vec(&mut rng, 100, 1.0);
+    // A one-thread pool on this thread, so that the thread-local level applies inside.
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .use_current_thread()
+        .build()
+        .unwrap();
+    let run = || {
+        let mut att = vec![0.0; t * nh * hd];
+        pool.install(|| attention(&q, &k, &v, t, nh, nkv, hd, 0.2, &mut att).unwrap());
+        let mut norm = vec![0.0; x.len()];
+        rms_norm(&x, &w, 1e-6, &mut norm).unwrap();
+        let mut sw = vec![0.0; x.len()];
+        swiglu(&x, &x, &mut sw).unwrap();
+        let mut sm = x.clone();
+        softmax(&mut sm);
+        let mut lsm = x.clone();
+        log_softmax(&mut lsm);
+        [bits(&att), bits(&norm), bits(&sw), bits(&sm), bits(&lsm)]
+    };
+    let want = on_level(crate::Path::Scalar, run);
+    for path in crate::Path::available() {
+        let got = on_level(path, run);
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(g, w, "op {i} on {path}");
+        }
+    }
+}
 
 fn vec(rng: &mut Rng, n: usize, scale: f32) -> Vec<f32> {
     (0..n).map(|_| rng.f32() * scale).collect()

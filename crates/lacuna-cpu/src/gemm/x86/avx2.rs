@@ -1,3 +1,267 @@
-//! AVX2 + FMA microkernels (placeholder: runs the scalar kernels until written).
+//! 256-bit microkernels for AVX2 (`vpmaddubsw` + `vpmaddwd`) and AVX-VNNI (`vpdpbusd` ymm):
+//! one shared body, compiled twice. A 16-row panel is two ymm halves; tiles are one panel x
+//! 3 tokens (16 ymm registers). Q8_0 on plain AVX2 uses ggml's sign trick
+//! (`|w| * sign(x, w)`) because biased activations times 8-bit weights would saturate
+//! `vpmaddubsw`; its integer sums are the same, so results stay bit-identical.
 
-pub(crate) use crate::gemm::scalar::{float_panels, quant_panels};
+use std::arch::x86_64::*;
+
+use crate::acts::Acts;
+use crate::blocks::QuantKind;
+use crate::gemm::Out;
+use crate::packed::{FloatPacked, PANEL, QuantPacked};
+
+/// Tokens per quantized tile.
+const TT: usize = 3;
+/// Tokens per float tile.
+const TF: usize = 4;
+
+/// AVX2 quantized GEMM over panels `p0..p0 + np`.
+///
+/// # Safety
+/// See [`crate::gemm::QuantKernel`]; needs AVX2 + FMA.
+#[target_feature(enable = "avx2,fma")]
+pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usize, out: Out) {
+    // SAFETY: AVX2 + FMA enabled here; the rest is this function's contract.
+    unsafe { drive::<false>(w, a, p0, np, out) }
+}
+
+/// AVX-VNNI quantized GEMM over panels `p0..p0 + np`.
+///
+/// # Safety
+/// See [`crate::gemm::QuantKernel`]; needs AVX2 + FMA + AVX-VNNI.
+#[target_feature(enable = "avx2,fma,avxvnni")]
+pub(crate) unsafe fn quant_panels_vnni(w: &QuantPacked, a: &Acts, p0: usize, np: usize, out: Out) {
+    // SAFETY: AVX2 + FMA + AVX-VNNI enabled here; the rest is this function's contract.
+    unsafe { drive::<true>(w, a, p0, np, out) }
+}
+
+/// # Safety
+/// Inlined only into the entry points above, whose target features it needs.
+#[inline(always)]
+unsafe fn drive<const VNNI: bool>(w: &QuantPacked, a: &Acts, p0: usize, np: usize, out: Out) {
+    macro_rules! go {
+        ($p:expr, $sub:literal, $sc:literal, $mins:literal, $sign:expr) => {{
+            let mut t0 = 0;
+            while t0 < out.t {
+                let tt = (out.t - t0).min(TT);
+                // SAFETY: the caller's contract; tile bounds checked here.
+                unsafe {
+                    match tt {
+                        3 => tile::<3, $sub, $sc, $mins, VNNI, { $sign }>(w, a, $p, t0, out),
+                        2 => tile::<2, $sub, $sc, $mins, VNNI, { $sign }>(w, a, $p, t0, out),
+                        _ => tile::<1, $sub, $sc, $mins, VNNI, { $sign }>(w, a, $p, t0, out),
+                    }
+                }
+                t0 += tt;
+            }
+        }};
+    }
+    for p in p0..p0 + np {
+        match w.kind {
+            QuantKind::Q4K | QuantKind::Q5K => go!(p, 32, true, true, false),
+            QuantKind::Q6K => go!(p, 16, true, false, false),
+            QuantKind::Q4_0 => go!(p, 32, false, false, false),
+            QuantKind::Q8_0 => {
+                if VNNI {
+                    go!(p, 32, false, false, false)
+                } else {
+                    go!(p, 32, false, false, true)
+                }
+            }
+        }
+    }
+}
+
+/// One tile: panel `p`, tokens `t0..t0 + T`, all of K. `SIGN`: sign trick, no bias.
+///
+/// # Safety
+/// AVX2 (+ AVX-VNNI when `VNNI`); `p < w.panels`, `t0 + T <= out.t`, `a` prepared for `w`.
+#[inline(always)]
+unsafe fn tile<
+    const T: usize,
+    const SUB: usize,
+    const SCALES: bool,
+    const MINS: bool,
+    const VNNI: bool,
+    const SIGN: bool,
+>(
+    w: &QuantPacked,
+    a: &Acts,
+    p: usize,
+    t0: usize,
+    out: Out,
+) {
+    let k = w.k;
+    let block = w.kind.block();
+    let nblk = k / block;
+    let nsub = block / SUB;
+    debug_assert!(p < w.panels && t0 + T <= out.t);
+    debug_assert!(a.q.len() >= (t0 + T) * k && a.d.len() >= (t0 + T) * nblk);
+    let qs = w.qs[p * PANEL * k..].as_ptr();
+    let xq: [*const u8; T] = std::array::from_fn(|t| a.q[(t0 + t) * k..].as_ptr());
+    // SAFETY: AVX2 is enabled in every caller of this inlined body (function contract).
+    unsafe {
+        let ones = _mm256_set1_epi16(1);
+        let flip = _mm256_set1_epi8(-128);
+        let mut facc = [[_mm256_setzero_ps(); T]; 2];
+        for b in 0..nblk {
+            let mut bacc = [[_mm256_setzero_si256(); T]; 2];
+            for s in 0..nsub {
+                let mut dacc = [[_mm256_setzero_si256(); T]; 2];
+                let k0 = b * block + s * SUB;
+                for g in 0..SUB / 4 {
+                    let kk = k0 + 4 * g;
+                    // kk + 4 <= k: the 64-byte line kk/4 of the panel and 4 bytes of each
+                    // token row are in bounds.
+                    let wv: [__m256i; 2] = std::array::from_fn(|h| {
+                        _mm256_loadu_si256(qs.add(kk * PANEL + 32 * h).cast())
+                    });
+                    let wabs: [__m256i; 2] =
+                        std::array::from_fn(|h| if SIGN { _mm256_abs_epi8(wv[h]) } else { wv[h] });
+                    for t in 0..T {
+                        let xb = _mm256_set1_epi32(xq[t].add(kk).cast::<i32>().read_unaligned());
+                        for h in 0..2 {
+                            dacc[h][t] = if VNNI {
+                                _mm256_dpbusd_avx_epi32(dacc[h][t], xb, wv[h])
+                            } else if SIGN {
+                                let xs = _mm256_xor_si256(xb, flip);
+                                let p16 =
+                                    _mm256_maddubs_epi16(wabs[h], _mm256_sign_epi8(xs, wv[h]));
+                                _mm256_add_epi32(dacc[h][t], _mm256_madd_epi16(p16, ones))
+                            } else {
+                                let p16 = _mm256_maddubs_epi16(xb, wv[h]);
+                                _mm256_add_epi32(dacc[h][t], _mm256_madd_epi16(p16, ones))
+                            };
+                        }
+                    }
+                }
+                if SCALES {
+                    let at = ((p * nblk + b) * nsub + s) * PANEL;
+                    let sp = w.scales[at..at + PANEL].as_ptr();
+                    for h in 0..2 {
+                        let sc = _mm256_loadu_si256(sp.add(8 * h).cast());
+                        for t in 0..T {
+                            bacc[h][t] =
+                                _mm256_add_epi32(bacc[h][t], _mm256_mullo_epi32(dacc[h][t], sc));
+                        }
+                    }
+                } else {
+                    bacc = dacc;
+                }
+            }
+            let pb = (p * nblk + b) * PANEL;
+            for h in 0..2 {
+                let corr = if SIGN {
+                    _mm256_setzero_si256()
+                } else {
+                    _mm256_loadu_si256(w.corr[pb..pb + PANEL].as_ptr().add(8 * h).cast())
+                };
+                let dv = _mm256_loadu_ps(w.d[pb..pb + PANEL].as_ptr().add(8 * h));
+                for t in 0..T {
+                    let xd = _mm256_set1_ps(a.d[(t0 + t) * nblk + b]);
+                    let isum = _mm256_sub_epi32(bacc[h][t], corr);
+                    let dd = _mm256_mul_ps(dv, xd);
+                    facc[h][t] =
+                        _mm256_add_ps(facc[h][t], _mm256_mul_ps(dd, _mm256_cvtepi32_ps(isum)));
+                }
+                if MINS {
+                    let dmv = _mm256_loadu_ps(w.dmin[pb..pb + PANEL].as_ptr().add(8 * h));
+                    let mp = w.mins[pb * 8..pb * 8 + 8 * PANEL].as_ptr();
+                    let m: [__m256i; 4] = std::array::from_fn(|q| {
+                        _mm256_loadu_si256(mp.add(q * 2 * PANEL + 16 * h).cast())
+                    });
+                    for t in 0..T {
+                        let xs = a.sums[((t0 + t) * nblk + b) * 8..][..8]
+                            .as_ptr()
+                            .cast::<i32>();
+                        let mut msum = _mm256_setzero_si256();
+                        for (q, mq) in m.iter().enumerate() {
+                            let pair = _mm256_set1_epi32(xs.add(q).read_unaligned());
+                            msum = _mm256_add_epi32(msum, _mm256_madd_epi16(*mq, pair));
+                        }
+                        let xd = _mm256_set1_ps(a.d[(t0 + t) * nblk + b]);
+                        let dm = _mm256_mul_ps(dmv, xd);
+                        facc[h][t] =
+                            _mm256_sub_ps(facc[h][t], _mm256_mul_ps(dm, _mm256_cvtepi32_ps(msum)));
+                    }
+                }
+            }
+        }
+        store_panel(out, t0, p, &facc);
+    }
+}
+
+/// # Safety
+/// AVX; `t0 + T <= out.t`; panel `p` belongs to the calling task.
+#[inline(always)]
+unsafe fn store_panel<const T: usize>(out: Out, t0: usize, p: usize, rows: &[[__m256; T]; 2]) {
+    let valid = out.valid(p);
+    for t in 0..T {
+        // SAFETY: row t0 + t exists and panel p is ours; at most `valid` columns written.
+        unsafe {
+            let dst = out.at(t0 + t, p);
+            if valid == PANEL {
+                _mm256_storeu_ps(dst, rows[0][t]);
+                _mm256_storeu_ps(dst.add(8), rows[1][t]);
+            } else {
+                let mut tmp = [0.0f32; PANEL];
+                _mm256_storeu_ps(tmp.as_mut_ptr(), rows[0][t]);
+                _mm256_storeu_ps(tmp.as_mut_ptr().add(8), rows[1][t]);
+                std::ptr::copy_nonoverlapping(tmp.as_ptr(), dst, valid);
+            }
+        }
+    }
+}
+
+/// AVX2 + FMA float GEMM over panels `p0..p0 + np`.
+///
+/// # Safety
+/// See [`crate::gemm::FloatKernel`]; needs AVX2 + FMA.
+#[target_feature(enable = "avx2,fma")]
+pub(crate) unsafe fn float_panels(w: &FloatPacked, x: &[f32], p0: usize, np: usize, out: Out) {
+    for p in p0..p0 + np {
+        let mut t0 = 0;
+        while t0 < out.t {
+            let tt = (out.t - t0).min(TF);
+            // SAFETY: the caller's contract; tile bounds checked here.
+            unsafe {
+                match tt {
+                    4 => ftile::<4>(w, x, p, t0, out),
+                    3 => ftile::<3>(w, x, p, t0, out),
+                    2 => ftile::<2>(w, x, p, t0, out),
+                    _ => ftile::<1>(w, x, p, t0, out),
+                }
+            }
+            t0 += tt;
+        }
+    }
+}
+
+/// # Safety
+/// AVX2 + FMA; `p < w.panels`, `t0 + T <= out.t`, `x` is `out.t x w.k`.
+#[target_feature(enable = "avx2,fma")]
+unsafe fn ftile<const T: usize>(w: &FloatPacked, x: &[f32], p: usize, t0: usize, out: Out) {
+    let k = w.k;
+    debug_assert!(p < w.panels && x.len() >= (t0 + T) * k);
+    let wp = w.w[p * PANEL * k..].as_ptr();
+    let xp: [*const f32; T] = std::array::from_fn(|t| x[(t0 + t) * k..].as_ptr());
+    let mut acc = [[_mm256_setzero_ps(); T]; 2];
+    for kk in 0..k {
+        // SAFETY: kk < k: one 16-float line of the panel and one float per token row.
+        unsafe {
+            let wv = [
+                _mm256_loadu_ps(wp.add(kk * PANEL)),
+                _mm256_loadu_ps(wp.add(kk * PANEL + 8)),
+            ];
+            for t in 0..T {
+                let xb = _mm256_set1_ps(*xp[t].add(kk));
+                for h in 0..2 {
+                    acc[h][t] = _mm256_fmadd_ps(wv[h], xb, acc[h][t]);
+                }
+            }
+        }
+    }
+    // SAFETY: as in `tile`.
+    unsafe { store_panel(out, t0, p, &acc) };
+}

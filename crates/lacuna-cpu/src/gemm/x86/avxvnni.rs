@@ -1,3 +1,3 @@
-//! AVX-VNNI microkernels (placeholder: runs the scalar kernels until written).
+//! AVX-VNNI microkernels: the 256-bit body of [`super::avx2`] with `vpdpbusd` ymm.
 
-pub(crate) use crate::gemm::scalar::quant_panels;
+pub(crate) use super::avx2::quant_panels_vnni as quant_panels;

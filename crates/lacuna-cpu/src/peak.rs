@@ -1,0 +1,115 @@
+//! Microbenchmark support: the throughput of the int8 dot instruction of each path, the
+//! peak the GEMM figures are compared with (`benches/peak.rs`).
+//!
+//! Each loop runs 12 independent accumulator chains (enough to hide the 4-5 cycle latency
+//! on 2 ports), so its time measures issue throughput. Operations are counted as in GEMM
+//! figures: one multiply and one add per int8 product (`2 * T * N * K` for a matmul).
+
+use crate::{Error, Path};
+
+/// Runs `iters` iterations of the int8 dot instruction of `path` (`vpdpbusd` zmm for
+/// AVX-512 VNNI and AMX, `vpdpbusd` ymm for AVX-VNNI, `vpmaddubsw`+`vpmaddwd`+`vpaddd` ymm
+/// with one operand loaded per instruction for AVX2, a plain loop for scalar) and returns the operations done. The returned value
+/// also depends on the results so the loop cannot be optimised away.
+pub fn int8_dot_ops(path: Path, iters: u64) -> Result<u64, Error> {
+    if !path.is_available() {
+        return Err(Error::PathUnavailable { path });
+    }
+    match path.gemm_path() {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the path is available (checked above).
+        Path::Avx512Vnni | Path::Amx => Ok(unsafe { x86::zmm_vnni(iters) }),
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        Path::AvxVnni => Ok(unsafe { x86::ymm_vnni(iters) }),
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        Path::Avx2 => Ok(unsafe { x86::ymm_avx2(iters) }),
+        _ => Ok(scalar(iters)),
+    }
+}
+
+fn scalar(iters: u64) -> u64 {
+    let mut acc = [0i32; 12];
+    let mut x = std::hint::black_box([3i8; 4]);
+    for _ in 0..iters {
+        for (l, a) in acc.iter_mut().enumerate() {
+            for &v in &x {
+                *a = a.wrapping_add(i32::from(v) * (l as i32 + 1));
+            }
+        }
+        x = std::hint::black_box(x);
+    }
+    let ops = iters * 12 * 4 * 2;
+    ops + u64::from(acc.iter().fold(0i32, |s, &a| s.wrapping_add(a)) == 1)
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use std::arch::x86_64::*;
+
+    macro_rules! chains {
+        ($zero:expr, $step:expr, $ops_per:expr, $iters:expr, $fold:expr) => {{
+            let mut acc = [$zero; 12];
+            for _ in 0..$iters {
+                for a in acc.iter_mut() {
+                    *a = $step(*a);
+                }
+            }
+            let acc = std::hint::black_box(acc);
+            $iters * 12 * $ops_per + u64::from($fold(acc) == 1)
+        }};
+    }
+
+    /// # Safety
+    /// AVX-512 F/VNNI.
+    #[target_feature(enable = "avx512f,avx512vnni")]
+    pub(super) unsafe fn zmm_vnni(iters: u64) -> u64 {
+        let x = std::hint::black_box(_mm512_set1_epi8(3));
+        let w = std::hint::black_box(_mm512_set1_epi8(-2));
+        chains!(
+            _mm512_setzero_si512(),
+            |a| _mm512_dpbusd_epi32(a, x, w),
+            128,
+            iters,
+            |acc: [__m512i; 12]| _mm512_reduce_add_epi32(acc[0])
+        )
+    }
+
+    /// # Safety
+    /// AVX2 + AVX-VNNI.
+    #[target_feature(enable = "avx2,avxvnni")]
+    pub(super) unsafe fn ymm_vnni(iters: u64) -> u64 {
+        let x = std::hint::black_box(_mm256_set1_epi8(3));
+        let w = std::hint::black_box(_mm256_set1_epi8(-2));
+        chains!(
+            _mm256_setzero_si256(),
+            |a| _mm256_dpbusd_avx_epi32(a, x, w),
+            64,
+            iters,
+            |acc: [__m256i; 12]| _mm256_extract_epi32::<0>(acc[0])
+        )
+    }
+
+    /// # Safety
+    /// AVX2.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn ymm_avx2(iters: u64) -> u64 {
+        // The operands are reloaded through `black_box` every iteration: with loop-invariant
+        // operands the compiler would hoist the multiplies and time only the adds.
+        let xs = [[3i8; 32]; 12];
+        let w = std::hint::black_box(_mm256_set1_epi8(-2));
+        let ones = _mm256_set1_epi16(1);
+        let mut acc = [_mm256_setzero_si256(); 12];
+        for _ in 0..iters {
+            let xs = std::hint::black_box(&xs);
+            for (a, x) in acc.iter_mut().zip(xs) {
+                // SAFETY: `x` is 32 readable bytes.
+                let xv = unsafe { _mm256_loadu_si256(x.as_ptr().cast()) };
+                *a = _mm256_add_epi32(*a, _mm256_madd_epi16(_mm256_maddubs_epi16(xv, w), ones));
+            }
+        }
+        let acc = std::hint::black_box(acc);
+        iters * 12 * 64 + u64::from(_mm256_extract_epi32::<0>(acc[0]) == 1)
+    }
+}

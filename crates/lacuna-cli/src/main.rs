@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod fixture;
+mod inspect;
 mod logits;
 mod tokenize;
 
@@ -26,6 +27,10 @@ enum Command {
     Logits(logits::LogitsArgs),
     /// Time the forward pass over a canvas.
     Bench(bench::BenchArgs),
+    /// Print a GGUF file's version, metadata, tensor table and totals.
+    Inspect(inspect::InspectArgs),
+    /// Write one tensor of a GGUF file dequantized to f32 little-endian.
+    Tensor(inspect::TensorArgs),
     /// Print the token ids of a text, as llama.cpp tokenizes it.
     Tokenize(tokenize::TokenizeArgs),
 }
@@ -46,6 +51,8 @@ fn run(cli: Cli) -> Result<()> {
         Command::Fixture(args) => fixture::run(args),
         Command::Logits(args) => logits::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Inspect(args) => inspect::run_inspect(args),
+        Command::Tensor(args) => inspect::run_tensor(args),
         Command::Tokenize(args) => tokenize::run(args),
     }
 }

@@ -19,6 +19,7 @@ import ctypes
 import importlib.metadata
 import os
 import sys
+import zlib
 
 import numpy as np
 import gguf
@@ -49,13 +50,17 @@ TYPES = {
     "q8_K": (QK_K, 292, [(0, "f32")]),
     "iq4_nl": (32, 18, [(0, "f16")]),
     "iq4_xs": (QK_K, 136, [(0, "f16")]),
+    "tq1_0": (QK_K, 54, [(52, "f16")]),
+    "tq2_0": (QK_K, 66, [(64, "f16")]),
+    "mxfp4": (32, 17, []),  # the E8M0 byte is valid for every value
 }
 GGUF_TYPE = {"f16": T.F16, "bf16": T.BF16, "q4_0": T.Q4_0, "q4_1": T.Q4_1, "q5_0": T.Q5_0,
              "q5_1": T.Q5_1, "q8_0": T.Q8_0, "q2_K": T.Q2_K, "q3_K": T.Q3_K, "q4_K": T.Q4_K,
-             "q5_K": T.Q5_K, "q6_K": T.Q6_K, "iq4_nl": T.IQ4_NL, "iq4_xs": T.IQ4_XS}
-GGUF_QUANTIZERS = {"q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "bf16"}
+             "q5_K": T.Q5_K, "q6_K": T.Q6_K, "iq4_nl": T.IQ4_NL, "iq4_xs": T.IQ4_XS,
+             "tq1_0": T.TQ1_0, "tq2_0": T.TQ2_0, "mxfp4": T.MXFP4}
+GGUF_QUANTIZERS = {"q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "bf16", "tq1_0", "tq2_0"}
 C_QUANTIZERS = ["q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q8_1", "q2_K", "q3_K", "q4_K",
-                "q5_K", "q6_K", "q8_K", "f16", "bf16", "iq4_nl", "iq4_xs"]
+                "q5_K", "q6_K", "q8_K", "f16", "bf16", "iq4_nl", "iq4_xs", "tq1_0", "tq2_0"]
 
 lib = ctypes.CDLL(LIB)
 P = ctypes.c_void_p
@@ -152,9 +157,9 @@ def finite_blocks(x, bs, kinds):
 
 def main():
     os.makedirs(OUT, exist_ok=True)
-    rng = np.random.default_rng(SEED)
     report = []
     for name, (qk, size, _) in TYPES.items():
+        rng = np.random.default_rng([SEED, zlib.crc32(b"deq_" + name.encode())])
         blocks = random_blocks(name, rng)
         n = blocks.size // size * qk
         c = c_dequant(name, blocks, n)
@@ -178,6 +183,7 @@ def main():
         report.append(f"deq {name:7} {n:6} values  reference: {src}")
 
     for name in C_QUANTIZERS:
+        rng = np.random.default_rng([SEED, zlib.crc32(b"q_" + name.encode())])
         qk = TYPES[name][0]
         x, bs, kinds = quant_inputs(qk, rng)
         c = c_quant(name, x)

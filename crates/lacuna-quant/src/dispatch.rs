@@ -8,6 +8,8 @@ use crate::block::{QuantBlock, QuantizeBlock, VecDotBlock, check_len};
 use crate::iq4::{BlockIQ4NL, BlockIQ4XS};
 use crate::kquants::{BlockQ2K, BlockQ3K, BlockQ4K, BlockQ5K, BlockQ6K, BlockQ8K};
 use crate::legacy::{BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1, BlockQ8_0, BlockQ8_1};
+use crate::mxfp4::BlockMXFP4;
+use crate::ternary::{BlockTQ1_0, BlockTQ2_0};
 use crate::{Error, GgmlType};
 
 /// Expands `$mac!(QK, Block)` for the arm of `$ty` in the given list of
@@ -31,6 +33,7 @@ macro_rules! all_blocks {
             Q2_K => 256, BlockQ2K; Q3_K => 256, BlockQ3K; Q4_K => 256, BlockQ4K;
             Q5_K => 256, BlockQ5K; Q6_K => 256, BlockQ6K; Q8_K => 256, BlockQ8K;
             IQ4_NL => 32, BlockIQ4NL; IQ4_XS => 256, BlockIQ4XS;
+            TQ1_0 => 256, BlockTQ1_0; TQ2_0 => 256, BlockTQ2_0; MXFP4 => 32, BlockMXFP4;
         )
     };
 }
@@ -45,6 +48,7 @@ macro_rules! quant_blocks {
             Q2_K => 256, BlockQ2K; Q3_K => 256, BlockQ3K; Q4_K => 256, BlockQ4K;
             Q5_K => 256, BlockQ5K; Q6_K => 256, BlockQ6K; Q8_K => 256, BlockQ8K;
             IQ4_NL => 32, BlockIQ4NL; IQ4_XS => 256, BlockIQ4XS;
+            TQ1_0 => 256, BlockTQ1_0; TQ2_0 => 256, BlockTQ2_0;
         )
     };
 }
@@ -59,6 +63,7 @@ macro_rules! dot_blocks {
             Q2_K => 256, BlockQ2K; Q3_K => 256, BlockQ3K; Q4_K => 256, BlockQ4K;
             Q5_K => 256, BlockQ5K; Q6_K => 256, BlockQ6K;
             IQ4_NL => 32, BlockIQ4NL; IQ4_XS => 256, BlockIQ4XS;
+            TQ1_0 => 256, BlockTQ1_0; TQ2_0 => 256, BlockTQ2_0; MXFP4 => 32, BlockMXFP4;
         )
     };
 }
@@ -151,9 +156,11 @@ pub const fn vec_dot_type(ty: GgmlType) -> Option<GgmlType> {
     use GgmlType as T;
     match ty {
         T::F32 | T::F16 | T::BF16 => Some(ty),
-        T::Q4_0 | T::Q5_0 | T::Q8_0 | T::IQ4_NL => Some(T::Q8_0),
+        T::Q4_0 | T::Q5_0 | T::Q8_0 | T::IQ4_NL | T::MXFP4 => Some(T::Q8_0),
         T::Q4_1 | T::Q5_1 => Some(T::Q8_1),
-        T::Q2_K | T::Q3_K | T::Q4_K | T::Q5_K | T::Q6_K | T::IQ4_XS => Some(T::Q8_K),
+        T::Q2_K | T::Q3_K | T::Q4_K | T::Q5_K | T::Q6_K | T::IQ4_XS | T::TQ1_0 | T::TQ2_0 => {
+            Some(T::Q8_K)
+        }
         _ => None,
     }
 }

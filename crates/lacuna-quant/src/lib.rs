@@ -24,7 +24,9 @@ mod float;
 mod iq4;
 mod kquants;
 mod legacy;
+mod mxfp4;
 pub mod scalar;
+mod ternary;
 mod types;
 
 pub use block::{
@@ -38,4 +40,6 @@ pub use error::Error;
 pub use iq4::{BlockIQ4NL, BlockIQ4XS, KVALUES_IQ4NL};
 pub use kquants::{BlockQ2K, BlockQ3K, BlockQ4K, BlockQ5K, BlockQ6K, BlockQ8K};
 pub use legacy::{BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1, BlockQ8_0, BlockQ8_1};
+pub use mxfp4::{BlockMXFP4, KVALUES_MXFP4, e8m0_to_fp32_half};
+pub use ternary::{BlockTQ1_0, BlockTQ2_0};
 pub use types::{GgmlType, QK_K};

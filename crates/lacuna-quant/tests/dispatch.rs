@@ -38,8 +38,8 @@ fn unsupported_types_are_typed_errors() {
         GgmlType::I8,
         GgmlType::I32,
         GgmlType::F64,
-        GgmlType::TQ1_0,
-        GgmlType::MXFP4,
+        GgmlType::IQ2_XXS,
+        GgmlType::NVFP4,
     ] {
         assert!(!can_dequantize(ty), "{ty}");
     }

@@ -26,6 +26,8 @@ const QUANTIZERS: &[GgmlType] = &[
     GgmlType::Q8_K,
     GgmlType::IQ4_NL,
     GgmlType::IQ4_XS,
+    GgmlType::TQ1_0,
+    GgmlType::TQ2_0,
 ];
 
 /// Largest `|x − dequant(quant(x))|` allowed, as a fraction of the block's largest
@@ -52,6 +54,7 @@ fn max_rel_error(ty: GgmlType) -> f32 {
         T::Q6_K => 0.026,
         T::IQ4_NL => 0.15,
         T::IQ4_XS => 0.15,
+        T::TQ1_0 | T::TQ2_0 => 0.5 + 1.0 / 1024.0,
         _ => unreachable!("{ty} has no quantizer"),
     }
 }

@@ -13,6 +13,7 @@ fn max_quantization_error(ty: GgmlType) -> f32 {
     match ty {
         GgmlType::Q2_K => 0.0075,
         GgmlType::Q3_K => 0.0040,
+        GgmlType::TQ1_0 | GgmlType::TQ2_0 => 0.01,
         _ => 0.002,
     }
 }
@@ -21,6 +22,7 @@ fn max_quantization_error(ty: GgmlType) -> f32 {
 fn max_dot_error(ty: GgmlType) -> f32 {
     match ty {
         GgmlType::Q2_K => 0.04,
+        GgmlType::TQ1_0 | GgmlType::TQ2_0 => 0.15,
         _ => 0.02,
     }
 }
@@ -42,6 +44,8 @@ const QUANTIZED: &[GgmlType] = &[
     GgmlType::Q8_K,
     GgmlType::IQ4_NL,
     GgmlType::IQ4_XS,
+    GgmlType::TQ1_0,
+    GgmlType::TQ2_0,
 ];
 
 #[test]

@@ -28,6 +28,9 @@ const DOT_TYPES: &[GgmlType] = &[
     GgmlType::Q6_K,
     GgmlType::IQ4_NL,
     GgmlType::IQ4_XS,
+    GgmlType::TQ1_0,
+    GgmlType::TQ2_0,
+    GgmlType::MXFP4,
 ];
 
 /// Zeroes every quant bit of the blocks, keeping the scale fields.
@@ -47,6 +50,7 @@ fn zero_quants(ty: GgmlType, bytes: &[u8]) -> Vec<u8> {
             GgmlType::Q4_K | GgmlType::Q5_K => Some(4..16),
             GgmlType::Q6_K => Some(192..208),
             GgmlType::IQ4_XS => Some(2..8),
+            GgmlType::MXFP4 => Some(0..1),
             _ => None,
         };
         if let Some(r) = keep {

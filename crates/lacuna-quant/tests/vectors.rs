@@ -32,6 +32,9 @@ const DEQUANT: &[GgmlType] = &[
     GgmlType::Q8_K,
     GgmlType::IQ4_NL,
     GgmlType::IQ4_XS,
+    GgmlType::TQ1_0,
+    GgmlType::TQ2_0,
+    GgmlType::MXFP4,
 ];
 
 const QUANT: &[GgmlType] = &[
@@ -51,6 +54,8 @@ const QUANT: &[GgmlType] = &[
     GgmlType::Q8_K,
     GgmlType::IQ4_NL,
     GgmlType::IQ4_XS,
+    GgmlType::TQ1_0,
+    GgmlType::TQ2_0,
 ];
 
 /// Bytes of block `b` that ggml's output defines: all of them, except for an IQ4_NL block

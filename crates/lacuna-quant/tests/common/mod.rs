@@ -15,6 +15,8 @@ pub(crate) fn scale_fields(ty: GgmlType) -> &'static [(usize, bool)] {
         T::Q4_1 | T::Q5_1 | T::Q8_1 | T::Q4_K | T::Q5_K => &[(0, false), (2, false)],
         T::Q2_K => &[(80, false), (82, false)],
         T::Q8_K => &[(0, true)],
+        T::TQ1_0 => &[(52, false)],
+        T::TQ2_0 => &[(64, false)],
         _ => &[],
     }
 }
@@ -25,6 +27,11 @@ pub(crate) fn patch_scales(ty: GgmlType, bytes: &mut [u8], exps: &[i8]) {
     let size = ty.type_size();
     let mut k = 0usize;
     for block in bytes.chunks_exact_mut(size) {
+        if ty == GgmlType::MXFP4 {
+            // E8M0 exponent byte: keep the scale near 1 (2^(e-128))
+            block[0] = (128 + i32::from(exps[k % exps.len()])) as u8;
+            k += 1;
+        }
         for &(off, is_f32) in scale_fields(ty) {
             let e = i32::from(exps[k % exps.len()]);
             let sign = if k % 3 == 0 { -1.0 } else { 1.0 };

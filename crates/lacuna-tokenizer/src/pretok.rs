@@ -1,5 +1,26 @@
 //! The byte-level BPE pre-tokenizers, keyed by `tokenizer.ggml.pre`, each with the exact
 //! split regexes and vocabulary flags llama.cpp uses for it (`src/llama-vocab.cpp`).
+//!
+//! Accepted ([`SUPPORTED`]): llama.cpp's `default`, the GPT-2 family, the LLaMA-3 family
+//! (`llama-bpe`, with `ignore_merges` and BOS), Qwen2 (Dream) and Bailing-MoE (`llada-moe`).
+//! Each regex family has a fixture vocabulary whose ids are checked against llama.cpp.
+//!
+//! Rejected, with an error naming the value (llama.cpp knows them; Lacuna does not yet):
+//! * other regex sets (`deepseek-*`, `falcon`, `starcoder`, `refact`, `command-r`, `smollm`,
+//!   `codeshell`, `exaone`, `exaone-moe`, `minerva-7b`, `mellum2`, `stablelm2`, `hunyuan*`,
+//!   `solar-open`, `qwen35`, `chatglm-bpe`, `glm4`, `glm5`, `viking`, `poro-chat`, `bloom`,
+//!   `gpt3-finnish`, `tekken`, `chameleon`, `gpt-4o`/`llama4`, `tiny_aya`, `superbpe`,
+//!   `seed-coder`, `ufakzeka`, `grok-2`, `jais-2`, `spark2_5`, `youtu`, `minicpm5`, `laguna`):
+//!   none is used by LLaDA, LLaDA-MoE or Dream, and each needs its own parity fixture before
+//!   it can be trusted (several run through llama.cpp's std::regex-on-collapsed-categories
+//!   path, whose corner cases differ from a true Unicode regex);
+//! * custom splitters with no regex equivalent (`kimi-k2`, `afmoe` digit grouping);
+//! * pre-tokenizers that change more than the split: `jina-v2-*` and `mmbert` (LSTRIP on
+//!   `<mask>`), `gemma4`/`sarvam-moe`/`mmbert` (SentencePiece-style BPE on raw UTF-8),
+//!   `chatglm-bpe`/`glm*` (BOS removed), `whitespace`.
+//!
+//! Adding one is a table row plus a fixture vocabulary and recorded ids
+//! (`tools/tokenizer-fixtures`).
 
 use crate::{Error, Result};
 

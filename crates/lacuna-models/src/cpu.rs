@@ -1,5 +1,6 @@
 //! The CPU backend: `lacuna-cpu`'s kernels (GEMM over weights repacked once at load,
-//! attention, RMSNorm, SwiGLU), the row-wise ones split over rayon tasks here, and RoPE
+//! RMSNorm, SwiGLU, softmax), the row-wise ones split over rayon tasks here, attention
+//! composed from its GEMM (see [`attention`]), and RoPE
 //! written here (rayon-parallel over positions, with `freq_scale`, which `lacuna-cpu`'s
 //! single-threaded `rope_*` lacks; same arithmetic as ggml's rope cache).
 
@@ -8,6 +9,8 @@ use lacuna_quant::GgmlType;
 use rayon::prelude::*;
 
 use crate::backend::{AttnShape, Backend, RopeParams};
+
+mod attention;
 use crate::{Result, RopeStyle};
 
 /// Runs a graph on the host CPU with the best instruction path `lacuna-cpu` detects.
@@ -16,6 +19,8 @@ pub struct CpuBackend {
     ws: Workspace,
     /// All-rows attention output when only some rows are asked for.
     attn_rows: Vec<f32>,
+    attn: attention::AttnScratch,
+    attn_ws: Workspace,
 }
 
 impl CpuBackend {
@@ -72,17 +77,7 @@ impl Backend for CpuBackend {
     ) -> Result<()> {
         let s = shape;
         let Some(rows) = rows else {
-            return Ok(lacuna_cpu::attention(
-                q,
-                k,
-                v,
-                s.t,
-                s.n_head,
-                s.n_head_kv,
-                s.head_dim,
-                s.scale,
-                out,
-            )?);
+            return attention::attention(q, k, v, s, out, &mut self.attn_ws, &mut self.attn);
         };
         // All rows, then the requested ones: the same arithmetic as the full pass, so a
         // row's logits do not depend on which other rows were asked for.
@@ -92,17 +87,7 @@ impl Backend for CpuBackend {
             all.resize(s.t * width, 0.0);
         }
         let all = &mut all[..s.t * width];
-        lacuna_cpu::attention(
-            q,
-            k,
-            v,
-            s.t,
-            s.n_head,
-            s.n_head_kv,
-            s.head_dim,
-            s.scale,
-            all,
-        )?;
+        attention::attention(q, k, v, s, all, &mut self.attn_ws, &mut self.attn)?;
         for (o, &r) in out.chunks_exact_mut(width).zip(rows) {
             o.copy_from_slice(&all[r * width..(r + 1) * width]);
         }

@@ -10,7 +10,7 @@ const FFN: u64 = 12_288;
 const LAYERS: usize = 32;
 
 /// Writes the model-shaped sparse file to `path`.
-pub fn model_shaped(path: &std::path::Path) {
+pub(crate) fn model_shaped(path: &std::path::Path) {
     let mut w = GgufWriter::new();
     w.add_metadata("general.architecture", "llada").unwrap();
     w.add_metadata("llada.block_count", LAYERS as u32).unwrap();

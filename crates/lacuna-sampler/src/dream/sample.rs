@@ -58,9 +58,16 @@ pub fn sample_row(
     }
     if let Some(p) = f.top_p.filter(|&p| p < 1.0) {
         math::softmax_into(&s.logits, &mut s.probs);
-        let keep = nucleus(&s.logits, &s.probs, p, &mut s.order);
-        for &i in &s.order[keep..] {
-            s.logits[i] = f64::NEG_INFINITY;
+        let kept = nucleus(&s.logits, &s.probs, p, &mut s.order);
+        // The nucleus is a prefix of the ranking (logit descending, token id ascending):
+        // keep every token ranked at or above the last kept one.
+        let last = s.order[kept - 1];
+        let (l_last, i_last) = (select::rank_key(s.logits[last]), last);
+        for (i, l) in s.logits.iter_mut().enumerate() {
+            let k = select::rank_key(*l);
+            if !(k > l_last || (k == l_last && i <= i_last)) {
+                *l = f64::NEG_INFINITY;
+            }
         }
     }
     if let Some(k) = f.top_k {
@@ -105,19 +112,37 @@ pub fn sample_row(
     (x0 as u32, conf)
 }
 
-/// `top_p_logits`: how many tokens the nucleus keeps, with `order[..kept]` the kept tokens
-/// from the most probable down and `order` a permutation of all tokens.
+/// `top_p_logits`: how many tokens the nucleus keeps; `order[..kept]` are the kept tokens
+/// from the most probable down (at least one).
 ///
 /// Tokens are ranked by descending logit, ties by token id; `probs` (the softmax in token
 /// order) is summed along that ranking and the nucleus ends at the first token whose running
 /// sum exceeds `top_p` (all tokens if none does). The official code takes the softmax of the
-/// sorted logits, the same numbers up to the order of the normalising sum. Only the top of
-/// the ranking is sorted (partial selection, widened as needed), so a peaked distribution
-/// costs O(vocab), not a full sort.
+/// sorted logits, the same numbers up to the order of the normalising sum.
+///
+/// Cost: tokens more than 30 below the top logit (probability ratio under 1e-13) rank below
+/// every other token, so the ranking is first searched among the others only, and the whole
+/// vocabulary is used only if their sum does not pass `top_p`; within the searched set only
+/// the top is sorted (partial selection, widened as needed).
 pub fn nucleus(logits: &[f64], probs: &[f64], top_p: f64, order: &mut Vec<usize>) -> usize {
     let n = logits.len();
+    let max = logits.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     order.clear();
-    order.extend(0..n);
+    order.extend((0..n).filter(|&i| logits[i] >= max - 30.0));
+    if order.len() < n {
+        if let Some(kept) = ranked_prefix(logits, probs, top_p, order) {
+            return kept;
+        }
+        order.clear();
+        order.extend(0..n);
+    }
+    ranked_prefix(logits, probs, top_p, order).unwrap_or(n)
+}
+
+/// Among the tokens in `order`, ranks the top and returns how many it takes for the running
+/// sum to exceed `top_p`, or `None` if all of them do not; sorts `order` accordingly.
+fn ranked_prefix(logits: &[f64], probs: &[f64], top_p: f64, order: &mut [usize]) -> Option<usize> {
+    let n = order.len();
     let by_rank = |a: &usize, b: &usize| {
         select::rank_key(logits[*b])
             .partial_cmp(&select::rank_key(logits[*a]))
@@ -134,11 +159,11 @@ pub fn nucleus(logits: &[f64], probs: &[f64], top_p: f64, order: &mut Vec<usize>
         for (rank, &i) in order[..m].iter().enumerate() {
             cum += probs[i];
             if cum > top_p {
-                return rank + 1;
+                return Some(rank + 1);
             }
         }
         if m == n {
-            return n;
+            return None;
         }
         m = (m * 4).min(n);
     }

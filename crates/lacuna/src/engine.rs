@@ -1,6 +1,7 @@
 //! [`Engine`]: a loaded model with its tokenizer, chat template and worker threads.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Instant;
 
 use lacuna_gguf::GgufFile;
@@ -33,7 +34,7 @@ pub struct EngineOptions {
 /// ```
 pub struct Engine {
     model: Model<CpuBackend>,
-    tokenizer: Tokenizer,
+    tokenizer: Arc<Tokenizer>,
     template: Option<ChatTemplate>,
     mask_id: u32,
     eos_ids: Vec<u32>,
@@ -115,7 +116,7 @@ impl Engine {
             .map_or_else(|_| model.arch().name().to_string(), str::to_string);
         Ok(Engine {
             model,
-            tokenizer,
+            tokenizer: Arc::new(tokenizer),
             template,
             mask_id,
             eos_ids,
@@ -144,6 +145,12 @@ impl Engine {
     /// The tokenizer.
     pub fn tokenizer(&self) -> &Tokenizer {
         &self.tokenizer
+    }
+
+    /// The tokenizer, shared: a step callback can decode with it while
+    /// [`Engine::generate`] borrows the engine.
+    pub fn shared_tokenizer(&self) -> Arc<Tokenizer> {
+        Arc::clone(&self.tokenizer)
     }
 
     /// Whether the file has a chat template ([`Prompt::Chat`] needs one).

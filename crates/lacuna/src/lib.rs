@@ -34,6 +34,7 @@ pub use engine::{Engine, EngineOptions};
 pub use error::{Error, Result};
 pub use request::{GenerateRequest, Output, Prompt, Timings, median};
 
+pub use lacuna_cpu as cpu;
 pub use lacuna_gguf as gguf;
 pub use lacuna_models as models;
 pub use lacuna_quant as quant;

@@ -1,0 +1,63 @@
+use lacuna::{Engine, EngineOptions, StepView};
+
+use super::{MASK_GLYPH, Style, render_frame};
+
+fn demo() -> Engine {
+    Engine::demo(&EngineOptions { threads: Some(1) }).unwrap()
+}
+
+#[test]
+fn masks_are_glyphs_new_tokens_marked_old_tokens_plain() {
+    let engine = demo();
+    let tok = engine.tokenizer();
+    let mask = engine.mask_token_id();
+    // Prompt "ab", then: committed earlier 'x', committed now 'y', a mask, a newline.
+    let canvas = [
+        u32::from(b'a'),
+        u32::from(b'b'),
+        u32::from(b'x'),
+        u32::from(b'y'),
+        mask,
+    ];
+    let view = StepView {
+        canvas: &canvas,
+        prompt_len: 2,
+        committed: &[3],
+        confidences: &[0.5],
+        step: 1,
+        total_steps: 4,
+        block: 0,
+        num_blocks: 2,
+    };
+    let plain = render_frame(&view, tok, mask, Style { color: false });
+    assert_eq!(
+        plain,
+        format!("step 2/4  block 1/2  committed 1  masks left 1/3\nx[y]{MASK_GLYPH}\n")
+    );
+    let color = render_frame(&view, tok, mask, Style { color: true });
+    assert!(color.contains("\x1b[1;30;43my\x1b[0m"), "{color:?}");
+    assert!(
+        color.contains(&format!("\x1b[2m{MASK_GLYPH}\x1b[0m")),
+        "{color:?}"
+    );
+    assert!(!color.contains("[y]"));
+}
+
+#[test]
+fn control_characters_are_escaped_newlines_kept() {
+    let engine = demo();
+    let mask = engine.mask_token_id();
+    let canvas = [u32::from(b'\n'), 0x07, u32::from(b'z'), 0xE2];
+    let view = StepView {
+        canvas: &canvas,
+        prompt_len: 0,
+        committed: &[],
+        confidences: &[],
+        step: 0,
+        total_steps: 1,
+        block: 0,
+        num_blocks: 1,
+    };
+    let frame = render_frame(&view, engine.tokenizer(), mask, Style { color: false });
+    assert!(frame.ends_with("\n\\u{7}z<0xE2>\n"), "{frame:?}");
+}

@@ -1,0 +1,211 @@
+//! `lacuna doctor`: what this machine offers Lacuna, and what is missing for the rest.
+
+use anyhow::Result;
+use lacuna::cpu::Path;
+
+/// Arguments of `lacuna doctor`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct DoctorArgs {
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// CPU flags (as `/proc/cpuinfo` spells them) each kernel path needs.
+pub(crate) fn required_flags(path: Path) -> &'static [&'static str] {
+    match path {
+        Path::Scalar => &[],
+        Path::Avx2 => &["avx2", "fma"],
+        Path::AvxVnni => &["avx2", "fma", "avx_vnni"],
+        Path::Avx512Vnni => &[
+            "avx2",
+            "fma",
+            "avx512f",
+            "avx512bw",
+            "avx512vl",
+            "avx512_vnni",
+        ],
+        Path::Amx => &[
+            "avx2",
+            "fma",
+            "avx512f",
+            "avx512bw",
+            "avx512vl",
+            "avx512_vnni",
+            "amx_tile",
+            "amx_int8",
+        ],
+    }
+}
+
+/// SIMD flags worth reporting, in `/proc/cpuinfo` spelling.
+const SIMD_FLAGS: &[&str] = &[
+    "sse4_2",
+    "avx",
+    "avx2",
+    "fma",
+    "f16c",
+    "avx_vnni",
+    "avx512f",
+    "avx512bw",
+    "avx512vl",
+    "avx512_vnni",
+    "avx512_bf16",
+    "avx512_fp16",
+    "avx512vbmi",
+    "amx_tile",
+    "amx_int8",
+    "amx_bf16",
+];
+
+/// The first value of `key` in `/proc/cpuinfo`-style `text`.
+pub(crate) fn cpuinfo_value<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+    text.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        (k.trim() == key).then_some(v.trim())
+    })
+}
+
+/// A `/proc/meminfo` value in bytes.
+pub(crate) fn meminfo_bytes(text: &str, key: &str) -> Option<u64> {
+    let v = cpuinfo_value(text, key)?;
+    let kib: u64 = v.trim_end_matches("kB").trim().parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// Why `path` cannot run here, in words (`None` when it can).
+pub(crate) fn missing(path: Path, flags: &[&str]) -> Option<String> {
+    if path.is_available() {
+        return None;
+    }
+    let absent: Vec<&str> = required_flags(path)
+        .iter()
+        .copied()
+        .filter(|f| !flags.contains(f))
+        .collect();
+    Some(if absent.is_empty() {
+        match path {
+            Path::Amx => {
+                "the OS did not grant AMX tile-data permission (Linux 5.16+ needed)".into()
+            }
+            _ => "the OS does not enable these registers (XSAVE state)".into(),
+        }
+    } else {
+        format!("CPU lacks {}", absent.join(", "))
+    })
+}
+
+fn gib(b: u64) -> String {
+    format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64)
+}
+
+/// What this machine offers for CUDA: the driver's version when it is loaded.
+fn cuda_status() -> (bool, String) {
+    let driver = std::fs::read_to_string("/proc/driver/nvidia/version").ok();
+    let device = std::path::Path::new("/dev/nvidia0").exists();
+    let backend = "the CUDA backend is not built into Lacuna yet (lacuna-cuda has no kernels), \
+                   so generation runs on the CPU";
+    match driver {
+        Some(v) => {
+            let line = v.lines().next().unwrap_or("").trim().to_string();
+            (
+                true,
+                format!(
+                    "NVIDIA driver loaded ({line}); device node {}; {backend}",
+                    if device { "present" } else { "absent" }
+                ),
+            )
+        }
+        None => (
+            false,
+            format!("no NVIDIA driver (/proc/driver/nvidia/version absent); {backend}"),
+        ),
+    }
+}
+
+/// Prints the report.
+pub(crate) fn run(a: DoctorArgs) -> Result<()> {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let cpu_model = cpuinfo_value(&cpuinfo, "model name").unwrap_or("unknown");
+    let flags: Vec<&str> = cpuinfo_value(&cpuinfo, "flags")
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    let simd: Vec<&str> = SIMD_FLAGS
+        .iter()
+        .copied()
+        .filter(|f| flags.contains(f))
+        .collect();
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let active = Path::active();
+    let env = std::env::var("LACUNA_CPU_PATH").ok();
+    let paths: Vec<(Path, Option<String>)> = Path::ALL
+        .into_iter()
+        .map(|p| (p, missing(p, &flags)))
+        .collect();
+    let total = meminfo_bytes(&meminfo, "MemTotal");
+    let avail = meminfo_bytes(&meminfo, "MemAvailable");
+    let (cuda_ok, cuda) = cuda_status();
+    if a.json {
+        let doc = serde_json::json!({
+            "cpu_model": cpu_model,
+            "logical_cores": cores,
+            "simd": simd,
+            "paths": paths.iter().map(|(p, m)| serde_json::json!({
+                "name": p.name(),
+                "available": m.is_none(),
+                "missing": m,
+            })).collect::<Vec<_>>(),
+            "active_path": active.as_ref().map(|p| p.name()).ok(),
+            "active_path_error": active.as_ref().err().map(ToString::to_string),
+            "lacuna_cpu_path_env": env,
+            "default_threads": cores,
+            "ram_total_bytes": total,
+            "ram_available_bytes": avail,
+            "cuda_driver": cuda_ok,
+            "cuda": cuda,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(());
+    }
+    println!("CPU      {cpu_model}");
+    println!("cores    {cores} logical");
+    println!(
+        "SIMD     {}",
+        if simd.is_empty() {
+            "none detected".to_string()
+        } else {
+            simd.join(" ")
+        }
+    );
+    println!("kernel paths (slowest first):");
+    for (p, m) in &paths {
+        let note = match m {
+            Some(why) => format!("missing: {why}"),
+            None => "available".to_string(),
+        };
+        println!("  {:<11} {note}", p.name());
+    }
+    match &active {
+        Ok(p) => println!(
+            "active   {} ({})",
+            p.name(),
+            match &env {
+                Some(v) => format!("forced by LACUNA_CPU_PATH={v}"),
+                None => "fastest available; LACUNA_CPU_PATH=<name> forces a lower one".into(),
+            }
+        ),
+        Err(e) => println!("active   none: {e}"),
+    }
+    println!("threads  {cores} by default (one per logical core); --threads N to change");
+    match (total, avail) {
+        (Some(t), Some(a)) => println!("memory   {} total, {} available", gib(t), gib(a)),
+        _ => println!("memory   unknown (/proc/meminfo unreadable)"),
+    }
+    println!("CUDA     {cuda}");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

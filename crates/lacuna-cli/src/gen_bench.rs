@@ -1,0 +1,272 @@
+//! `lacuna bench` (without `--forward`): end-to-end generation timing, written as a
+//! `lacuna.bench.v1` result (`xtask/src/schema.rs`, workload kind `generate`).
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use lacuna::models::Arch;
+use lacuna::{Engine, EngineOptions, GenerateRequest, Prompt, median};
+
+/// Generation settings of the end-to-end benchmark (flattened into `lacuna bench`).
+#[derive(clap::Args, Debug, Clone)]
+pub(crate) struct GenBenchArgs {
+    /// Tokens to generate per run.
+    #[arg(long, default_value_t = 128)]
+    gen_length: usize,
+    /// Denoising steps per run.
+    #[arg(long, default_value_t = 32)]
+    steps: usize,
+    /// Block length (LLaDA models; Dream's official sampler has no blocks and ignores it).
+    #[arg(long, default_value_t = 32)]
+    block_length: usize,
+    /// Prompt length in tokens (deterministic ids, no tokenizer involved).
+    #[arg(long, default_value_t = 32)]
+    prompt_tokens: usize,
+    /// Write the result to `bench-results/<machine-id>/<model-id>-generate-t<threads>.json`
+    /// under this repository root.
+    #[arg(long)]
+    save: Option<PathBuf>,
+    /// Machine id (folder name under bench-results/).
+    #[arg(long, default_value = "dev-2c-avx512")]
+    machine_id: String,
+    /// Model id for grouping results (default: the file name without extension).
+    #[arg(long)]
+    model_id: Option<String>,
+    /// Free-form note stored with the result.
+    #[arg(long)]
+    notes: Option<String>,
+}
+
+/// Peak resident set size of this process (`VmHWM`), in bytes.
+pub(crate) fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    crate::doctor::meminfo_bytes(&status, "VmHWM")
+}
+
+/// Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
+pub(crate) fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// RFC 3339 UTC time of `secs` since the epoch.
+pub(crate) fn rfc3339(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+fn repo_commit() -> String {
+    std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "unknown".to_string())
+}
+
+/// The quant mix of a model: the types of its matrices, and of its vectors.
+fn quant_mix(engine: &Engine) -> String {
+    let (mut mats, mut vecs) = (BTreeSet::new(), BTreeSet::new());
+    for t in engine.model().file().tensors() {
+        let set = if t.dims.len() >= 2 {
+            &mut mats
+        } else {
+            &mut vecs
+        };
+        set.insert(t.ty.name());
+    }
+    let join = |s: &BTreeSet<&str>| s.iter().copied().collect::<Vec<_>>().join(" + ");
+    format!("{}; vectors {}", join(&mats), join(&vecs))
+}
+
+/// Runs the benchmark for `model` and prints (and optionally saves) the result.
+pub(crate) fn run(
+    model: &Path,
+    threads: Option<usize>,
+    runs: usize,
+    json: bool,
+    g: GenBenchArgs,
+) -> Result<()> {
+    if runs == 0 {
+        bail!("--runs must be at least 1");
+    }
+    let start = Instant::now();
+    let mut engine = Engine::load(model, &EngineOptions { threads })
+        .with_context(|| format!("loading {}", model.display()))?;
+    let cfg = engine.model().config().clone();
+    let vocab = engine.model().vocab_size();
+    let mask = engine.mask_token_id();
+    let prompt: Vec<u32> = (0..g.prompt_tokens)
+        .map(|i| ((i as u64 * 7919 + 13) % vocab as u64) as u32)
+        .map(|t| if t == mask { (t + 1) % vocab as u32 } else { t })
+        .collect();
+    let mut req = GenerateRequest::new(Prompt::Tokens(prompt));
+    req.gen_length = g.gen_length;
+    req.steps = g.steps;
+    req.block_length = (cfg.arch != Arch::Dream).then_some(g.block_length);
+    req.keep_after_eos = true; // fixed work: the whole schedule every run
+    let mut step_ms = Vec::new();
+    let mut totals = Vec::new();
+    let mut startup_s = None;
+    for run in 0..runs {
+        let out = engine.generate(&req, |_| {})?;
+        if startup_s.is_none() {
+            startup_s =
+                Some(start.elapsed().as_secs_f64() - out.timings.total_s + out.timings.prepare_s);
+        }
+        tracing::info!(run, total_s = out.timings.total_s, "run done");
+        step_ms.extend_from_slice(&out.timings.step_ms);
+        totals.push(out.timings.total_s);
+    }
+    let threads = engine.threads();
+    let step_median = median(&step_ms);
+    let step_min = step_ms.iter().copied().fold(f64::INFINITY, f64::min);
+    let step_max = step_ms.iter().copied().fold(0.0, f64::max);
+    let total_median = median(&totals);
+    let tokens_per_s = g.gen_length as f64 / total_median;
+    let canvas = (g.prompt_tokens + g.gen_length) as f64;
+    let forward_tokens_per_s = canvas / (step_median / 1e3);
+    let peak = peak_rss_bytes();
+    let startup_s = startup_s.unwrap_or(0.0);
+
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let flags: Vec<&str> = crate::doctor::cpuinfo_value(&cpuinfo, "flags")
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    let simd: Vec<&str> = [
+        "avx2",
+        "avx_vnni",
+        "avx512f",
+        "avx512_vnni",
+        "avx512_bf16",
+        "amx_int8",
+        "amx_bf16",
+    ]
+    .into_iter()
+    .filter(|f| flags.contains(f))
+    .collect();
+    let model_id = g.model_id.clone().unwrap_or_else(|| {
+        model
+            .file_stem()
+            .map_or_else(|| "model".into(), |s| s.to_string_lossy().into_owned())
+    });
+    let file_bytes = std::fs::metadata(model).map_or(0, |m| m.len());
+    let synthetic = engine.name().starts_with("lacuna fixture");
+    let sampler = match cfg.arch {
+        Arch::Dream => "dream origin t=0".to_string(),
+        _ => "llada low_confidence t=0".to_string(),
+    };
+    let path = lacuna::cpu::Path::active().map_or("unknown", |p| p.name());
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let result = serde_json::json!({
+        "schema": "lacuna.bench.v1",
+        "engine": { "name": "lacuna", "version": env!("CARGO_PKG_VERSION"), "build": path },
+        "repo_commit": repo_commit(),
+        "date": rfc3339(now),
+        "machine": {
+            "id": g.machine_id,
+            "cpu_model": crate::doctor::cpuinfo_value(&cpuinfo, "model name").unwrap_or("unknown"),
+            "cores": std::thread::available_parallelism().map_or(1, usize::from),
+            "threads": threads,
+            "simd": simd,
+            "ram_bytes": crate::doctor::meminfo_bytes(&meminfo, "MemTotal").unwrap_or(0),
+            "gpu": null,
+        },
+        "model": {
+            "id": model_id,
+            "architecture": cfg.arch.name(),
+            "layers": cfg.n_layer,
+            "d_model": cfg.n_embd,
+            "heads": cfg.n_head,
+            "kv_heads": cfg.n_head_kv,
+            "ffn": cfg.n_ff,
+            "vocab": cfg.n_vocab,
+            "quant": quant_mix(&engine),
+            "file_bytes": file_bytes,
+            "synthetic": synthetic,
+        },
+        "workload": {
+            "kind": "generate",
+            "prompt_tokens": g.prompt_tokens,
+            "gen_tokens": g.gen_length,
+            "steps": g.steps,
+            "block_length": req.block_length,
+            "sampler": sampler,
+        },
+        "figures": {
+            "runs": runs,
+            "step_ms": { "median": step_median, "min": step_min, "max": step_max },
+            "forward_tokens_per_s": forward_tokens_per_s,
+            "generated_tokens_per_s": tokens_per_s,
+            "startup_s": startup_s,
+            "peak_rss_bytes": peak,
+        },
+        "notes": g.notes,
+    });
+    let mut result = result;
+    if g.notes.is_none() {
+        if let Some(obj) = result.as_object_mut() {
+            obj.remove("notes");
+        }
+    }
+    if let Some(root) = &g.save {
+        let dir = root.join("bench-results").join(&g.machine_id);
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        let file = dir.join(format!("{model_id}-generate-t{threads}.json"));
+        std::fs::write(&file, serde_json::to_string_pretty(&result)? + "\n")
+            .with_context(|| format!("writing {}", file.display()))?;
+        eprintln!("wrote {}", file.display());
+    }
+    if json {
+        let doc = serde_json::json!({
+            "ms_per_step_median": step_median,
+            "ms_per_step": step_ms,
+            "tokens_per_s": tokens_per_s,
+            "startup_s": startup_s,
+            "peak_rss_bytes": peak,
+            "result": result,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        println!(
+            "{} ({} layers) threads {threads}: {:.1} ms/step median (min {:.1}, max {:.1}), \
+             {tokens_per_s:.2} generated tokens/s, startup {startup_s:.2} s, peak RSS {}",
+            cfg.arch,
+            cfg.n_layer,
+            step_median,
+            step_min,
+            step_max,
+            peak.map_or("unknown".into(), |b| format!(
+                "{:.2} GiB",
+                b as f64 / (1u64 << 30) as f64
+            )),
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,271 @@
+//! `lacuna run`: one generation from the command line, with a live canvas view
+//! (`--visual`), a progress bar, or JSON output.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+use indicatif::{ProgressBar, ProgressStyle};
+use lacuna::models::Arch;
+use lacuna::{
+    DreamAlg, Engine, EngineOptions, Finish, GenerateRequest, Output, ParallelConfig, ParallelRule,
+    Prompt, Remasking, StepView,
+};
+
+use crate::canvas_view::CanvasView;
+
+/// Which model to load: a GGUF file or the built-in demo model.
+#[derive(clap::Args, Debug, Clone)]
+pub(crate) struct ModelArgs {
+    /// GGUF model file.
+    #[arg(short = 'm', long, required_unless_present = "demo")]
+    pub(crate) model: Option<PathBuf>,
+    /// Use the built-in demo model (a small LLaDA-shaped network with RANDOM weights, built in
+    /// memory): shows the whole pipeline with no download; its text is noise.
+    #[arg(long, conflicts_with = "model")]
+    pub(crate) demo: bool,
+    /// Worker threads (default: one per logical core).
+    #[arg(long)]
+    pub(crate) threads: Option<usize>,
+}
+
+impl ModelArgs {
+    /// Loads the engine (the demo model or the file).
+    pub(crate) fn load(&self) -> Result<Engine> {
+        let options = EngineOptions {
+            threads: self.threads,
+        };
+        match &self.model {
+            Some(path) if !self.demo => {
+                tracing::info!(path = %path.display(), "loading model");
+                Engine::load(path, &options).map_err(flat)
+            }
+            _ => Engine::demo(&options).map_err(flat),
+        }
+    }
+}
+
+/// An engine error as one line: its message already names every cause, so the chain
+/// is not repeated after it.
+pub(crate) fn flat(e: lacuna::Error) -> anyhow::Error {
+    anyhow::anyhow!("{e}")
+}
+
+/// Sampler settings shared by `run`, `chat` and `bench`.
+#[derive(clap::Args, Debug, Clone)]
+pub(crate) struct SamplingArgs {
+    /// Tokens to generate.
+    #[arg(long, default_value_t = 128)]
+    pub(crate) gen_length: usize,
+    /// Denoising steps in total (unused with --parallel).
+    #[arg(long, default_value_t = 32)]
+    pub(crate) steps: usize,
+    /// Block length of semi-autoregressive decoding (default: 32 for LLaDA models and for
+    /// --parallel; Dream's official sampler has no blocks).
+    #[arg(long)]
+    pub(crate) block_length: Option<usize>,
+    /// LLaDA remasking: low_confidence or random.
+    #[arg(long, value_parser = ["low_confidence", "random"])]
+    pub(crate) remasking: Option<String>,
+    /// Dream remasking algorithm: origin, maskgit_plus, topk_margin or entropy.
+    #[arg(long, value_parser = ["origin", "maskgit_plus", "topk_margin", "entropy"])]
+    pub(crate) algorithm: Option<String>,
+    /// Token temperature (0 = greedy).
+    #[arg(long, default_value_t = 0.0)]
+    pub(crate) temperature: f64,
+    /// Dream: nucleus sampling threshold.
+    #[arg(long)]
+    pub(crate) top_p: Option<f64>,
+    /// Dream: top-k filter.
+    #[arg(long)]
+    pub(crate) top_k: Option<usize>,
+    /// Dream: temperature of the position draw.
+    #[arg(long)]
+    pub(crate) alg_temp: Option<f32>,
+    /// LLaDA: classifier-free guidance scale (0 = off).
+    #[arg(long)]
+    pub(crate) cfg_scale: Option<f32>,
+    /// Seed of the sampler's random draws.
+    #[arg(long, default_value_t = 0)]
+    pub(crate) seed: u64,
+    /// Fast-dLLM parallel decoding: commit every position whose confidence reaches the
+    /// threshold (default 0.9) instead of a fixed count per step.
+    #[arg(long)]
+    pub(crate) parallel: bool,
+    /// Confidence threshold of --parallel.
+    #[arg(long, requires = "parallel", conflicts_with = "factor")]
+    pub(crate) threshold: Option<f64>,
+    /// Use Fast-dLLM's factor rule with this factor in --parallel mode.
+    #[arg(long, requires = "parallel")]
+    pub(crate) factor: Option<f64>,
+}
+
+impl SamplingArgs {
+    /// The request for `prompt` on a model of `arch`.
+    pub(crate) fn request(&self, prompt: Prompt, arch: Arch) -> GenerateRequest {
+        let mut r = GenerateRequest::new(prompt);
+        r.gen_length = self.gen_length;
+        r.steps = self.steps;
+        r.block_length = self
+            .block_length
+            .or((arch != Arch::Dream || self.parallel).then_some(32));
+        r.temperature = self.temperature;
+        r.remasking = self.remasking.as_deref().map(|s| match s {
+            "random" => Remasking::Random,
+            _ => Remasking::LowConfidence,
+        });
+        r.algorithm = self.algorithm.as_deref().map(|s| match s {
+            "maskgit_plus" => DreamAlg::MaskgitPlus,
+            "topk_margin" => DreamAlg::TopkMargin,
+            "entropy" => DreamAlg::Entropy,
+            _ => DreamAlg::Origin,
+        });
+        r.top_p = self.top_p;
+        r.top_k = self.top_k;
+        r.alg_temp = self.alg_temp;
+        r.cfg_scale = self.cfg_scale;
+        r.seed = self.seed;
+        r.parallel = self.parallel.then(|| ParallelConfig {
+            rule: match (self.threshold, self.factor) {
+                (_, Some(f)) => ParallelRule::Factor(f),
+                (Some(t), None) => ParallelRule::Threshold(t),
+                (None, None) => ParallelConfig::default().rule,
+            },
+        });
+        r
+    }
+}
+
+/// Arguments of `lacuna run`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct RunArgs {
+    #[command(flatten)]
+    pub(crate) model: ModelArgs,
+    /// The prompt.
+    #[arg(short = 'p', long)]
+    pub(crate) prompt: String,
+    /// Use the prompt as is, without the model's chat template.
+    #[arg(long)]
+    pub(crate) raw: bool,
+    #[command(flatten)]
+    pub(crate) sampling: SamplingArgs,
+    /// Redraw the canvas in the terminal after every step.
+    #[arg(long)]
+    pub(crate) visual: bool,
+    /// Print JSON: tokens, text and timings.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// The prompt of `text` for `engine`: through the chat template unless `raw` (or the model
+/// has none, which is said on stderr).
+pub(crate) fn prompt_for(engine: &Engine, text: &str, raw: bool) -> Prompt {
+    if raw {
+        Prompt::Text(text.to_string())
+    } else if engine.has_chat_template() {
+        Prompt::user(text)
+    } else {
+        tracing::warn!("the model has no chat template; using the prompt as raw text");
+        eprintln!("note: the model has no chat template; the prompt is used as raw text");
+        Prompt::Text(text.to_string())
+    }
+}
+
+/// Progress on stderr: a bar (hidden when stderr is not a terminal).
+fn progress_bar(total: usize) -> ProgressBar {
+    let bar = ProgressBar::new(total as u64);
+    if let Ok(style) = ProgressStyle::with_template(
+        "{spinner} step {pos}/{len} [{bar:30}] {elapsed_precise} ({per_sec}) {msg}",
+    ) {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar
+}
+
+/// Generates with a canvas view or a progress bar, as asked.
+pub(crate) fn generate_shown(
+    engine: &mut Engine,
+    request: &GenerateRequest,
+    visual: bool,
+) -> Result<Output> {
+    if visual {
+        let mut view = CanvasView::stderr(engine.shared_tokenizer(), engine.mask_token_id());
+        let out = engine.generate(request, |step: &StepView<'_>| view.draw(step));
+        view.finish();
+        out.map_err(flat)
+    } else {
+        let bar = progress_bar(request.steps);
+        let out = engine.generate(request, |step: &StepView<'_>| {
+            bar.set_length(step.total_steps as u64);
+            bar.set_position(step.step as u64 + 1);
+        });
+        bar.finish_and_clear();
+        out.map_err(flat)
+    }
+}
+
+fn finish_name(f: Finish) -> String {
+    match f {
+        Finish::Completed => "completed".to_string(),
+        Finish::Eos { index, token } => format!("eos {token} at {index}"),
+    }
+}
+
+/// The `--json` document of a run.
+pub(crate) fn json_output(engine: &Engine, demo: bool, out: &Output) -> serde_json::Value {
+    let t = &out.timings;
+    serde_json::json!({
+        "model": engine.name(),
+        "architecture": engine.arch().name(),
+        "random_weights": demo,
+        "threads": engine.threads(),
+        "prompt_tokens": out.prompt_tokens,
+        "tokens": out.tokens,
+        "text": out.text,
+        "finish": finish_name(out.stats.finish),
+        "steps": out.stats.steps,
+        "timings": {
+            "load_s": engine.load_s(),
+            "prepare_s": t.prepare_s,
+            "step_ms": t.step_ms,
+            "step_ms_median": t.step_ms_median(),
+            "total_s": t.total_s,
+            "tokens_per_s": out.tokens_per_s(),
+        },
+    })
+}
+
+/// Runs one generation and prints it.
+pub(crate) fn run(a: RunArgs) -> Result<()> {
+    if a.visual && a.json {
+        bail!("--visual and --json cannot be combined");
+    }
+    let mut engine = a.model.load().context("loading the model")?;
+    if a.model.demo {
+        eprintln!(
+            "demo model: a {}-layer LLaDA-shaped network with RANDOM weights built in memory; \
+             the text below is noise, not a model's answer",
+            lacuna::DEMO_LAYERS
+        );
+    }
+    let prompt = prompt_for(&engine, &a.prompt, a.raw);
+    let request = a.sampling.request(prompt, engine.arch());
+    let out = generate_shown(&mut engine, &request, a.visual)?;
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json_output(&engine, a.model.demo, &out))?
+        );
+    } else {
+        println!("{}", out.text);
+        eprintln!(
+            "{} tokens, {} steps in {:.2} s ({:.1} tokens/s, median step {:.1} ms; load {:.2} s)",
+            out.tokens.len(),
+            out.stats.steps,
+            out.timings.total_s,
+            out.tokens_per_s(),
+            out.timings.step_ms_median(),
+            engine.load_s()
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,247 @@
+//! The `run`, `chat`, `doctor` and generate-`bench` commands, through the built binary:
+//! exit codes, one-line errors, and the shape of the JSON they print.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+fn lacuna(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lacuna"))
+        .args(args)
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Asserts exit code 1 and a single `error:` line containing every `needle`.
+fn assert_one_line_error(o: &Output, needles: &[&str]) {
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(o));
+    let err = stderr(o);
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| !l.starts_with("demo model:"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(lines[0].starts_with("error: "), "{err}");
+    for n in needles {
+        assert!(lines[0].contains(n), "{err} lacks {n}");
+    }
+}
+
+const SMALL: &[&str] = &[
+    "--threads",
+    "1",
+    "--gen-length",
+    "16",
+    "--steps",
+    "4",
+    "--block-length",
+    "8",
+];
+
+#[test]
+fn missing_model_file_is_one_line_and_exit_1() {
+    let o = lacuna(&["run", "-m", "/nonexistent/model.gguf", "-p", "hi"]);
+    assert_one_line_error(&o, &["/nonexistent/model.gguf", "No such file"]);
+}
+
+#[test]
+fn unreadable_model_file_is_one_line_and_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("junk.gguf");
+    std::fs::write(&path, b"definitely not gguf").unwrap();
+    let o = lacuna(&["run", "-m", path.to_str().unwrap(), "-p", "hi"]);
+    assert_one_line_error(&o, &["junk.gguf", "not a valid GGUF"]);
+}
+
+#[test]
+fn bad_settings_are_clear_errors() {
+    let cases: [(&[&str], &[&str]); 4] = [
+        (
+            &["--gen-length", "30", "--block-length", "8"],
+            &["gen_length 30 is not a multiple of block_length 8"],
+        ),
+        (
+            &["--gen-length", "32", "--block-length", "8", "--steps", "6"],
+            &["steps 6 is not a multiple of the number of blocks 4"],
+        ),
+        (&["--steps", "0"], &["steps must be at least 1"]),
+        (
+            &[
+                "--gen-length",
+                "5000",
+                "--block-length",
+                "5000",
+                "--steps",
+                "5000",
+            ],
+            &["exceeds the model's context length 4096"],
+        ),
+    ];
+    for (extra, needles) in cases {
+        let mut args = vec!["run", "--demo", "-p", "hi", "--threads", "1"];
+        args.extend_from_slice(extra);
+        assert_one_line_error(&lacuna(&args), needles);
+    }
+    // A Dream-only setting on the (LLaDA) demo model.
+    let mut args = vec!["run", "--demo", "-p", "hi", "--top-p", "0.9"];
+    args.extend_from_slice(SMALL);
+    assert_one_line_error(&lacuna(&args), &["top_p", "llada"]);
+}
+
+#[test]
+fn demo_json_has_tokens_text_and_timings() {
+    let mut args = vec!["run", "--demo", "-p", "Hello", "--json"];
+    args.extend_from_slice(SMALL);
+    let o = lacuna(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("RANDOM weights"),
+        "the demo says so plainly"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["architecture"], "llada");
+    assert_eq!(v["random_weights"], true);
+    assert_eq!(v["steps"], 4);
+    let tokens = v["tokens"].as_array().unwrap();
+    assert!(tokens.len() <= 16);
+    assert!(v["text"].is_string());
+    assert!(!v["prompt_tokens"].as_array().unwrap().is_empty());
+    let t = &v["timings"];
+    assert_eq!(t["step_ms"].as_array().unwrap().len(), 4);
+    for key in [
+        "load_s",
+        "prepare_s",
+        "step_ms_median",
+        "total_s",
+        "tokens_per_s",
+    ] {
+        assert!(t[key].as_f64().unwrap() > 0.0, "{key}: {t}");
+    }
+}
+
+#[test]
+fn visual_draws_a_frame_per_step() {
+    let mut args = vec!["run", "--demo", "-p", "Hello", "--visual"];
+    args.extend_from_slice(SMALL);
+    let o = lacuna(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    for step in 1..=4 {
+        assert!(err.contains(&format!("step {step}/4  block")), "{err}");
+    }
+    assert!(err.contains("masks left 0/16"), "{err}");
+    assert!(err.contains("masks left 12/16"), "{err}");
+}
+
+#[test]
+fn chat_answers_each_line_until_exit() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lacuna"))
+        .args(["chat", "--demo"])
+        .args(SMALL)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"hello\nand again\n/exit\nnever read\n")
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("RANDOM weights"));
+}
+
+#[test]
+fn doctor_reports_paths_and_cuda() {
+    let o = lacuna(&["doctor", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let paths = v["paths"].as_array().unwrap();
+    assert_eq!(paths.len(), 5);
+    assert_eq!(paths[0]["name"], "scalar");
+    assert_eq!(paths[0]["available"], true);
+    for p in paths {
+        assert_eq!(
+            p["available"].as_bool().unwrap(),
+            p["missing"].is_null(),
+            "{p}"
+        );
+    }
+    assert!(v["active_path"].is_string());
+    assert!(v["cuda"].as_str().unwrap().contains("CUDA backend"));
+    let text = lacuna(&["doctor"]);
+    assert!(text.status.success());
+    let out = String::from_utf8_lossy(&text.stdout);
+    for needle in ["CPU", "kernel paths", "active", "threads", "memory", "CUDA"] {
+        assert!(out.contains(needle), "{out}");
+    }
+}
+
+#[test]
+fn generate_bench_writes_a_v1_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("tiny-llada.gguf");
+    let o = lacuna(&[
+        "fixture",
+        "--arch",
+        "llada",
+        "--layers",
+        "1",
+        "--out",
+        model.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = lacuna(&[
+        "bench",
+        "-m",
+        model.to_str().unwrap(),
+        "--gen-length",
+        "8",
+        "--steps",
+        "2",
+        "--block-length",
+        "8",
+        "--prompt-tokens",
+        "4",
+        "--runs",
+        "2",
+        "--threads",
+        "1",
+        "--json",
+        "--save",
+        dir.path().to_str().unwrap(),
+        "--machine-id",
+        "test-box",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        v["ms_per_step"].as_array().unwrap().len(),
+        4,
+        "2 runs x 2 steps"
+    );
+    for key in ["ms_per_step_median", "tokens_per_s", "startup_s"] {
+        assert!(v[key].as_f64().unwrap() > 0.0, "{key}");
+    }
+    assert!(v["peak_rss_bytes"].as_u64().unwrap() > 0);
+    let saved = dir
+        .path()
+        .join("bench-results/test-box/tiny-llada-generate-t1.json");
+    let r: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(saved).unwrap()).unwrap();
+    assert_eq!(r, v["result"]);
+    assert_eq!(r["schema"], "lacuna.bench.v1");
+    assert_eq!(r["workload"]["kind"], "generate");
+    assert_eq!(r["workload"]["gen_tokens"], 8);
+    assert_eq!(r["model"]["synthetic"], true);
+    assert_eq!(r["machine"]["threads"], 1);
+    let s = &r["figures"]["step_ms"];
+    assert!(s["min"].as_f64() <= s["median"].as_f64() && s["median"].as_f64() <= s["max"].as_f64());
+}

@@ -91,7 +91,11 @@ fn permute_rows(t: &Tensor, n_head: usize) -> Tensor {
 }
 
 fn encode(t: &Tensor, ty: GgmlType) -> Result<(GgmlType, Vec<u8>)> {
-    let ty = if t.shape.len() == 1 { GgmlType::F32 } else { ty };
+    let ty = if t.shape.len() == 1 {
+        GgmlType::F32
+    } else {
+        ty
+    };
     let bytes = match ty {
         GgmlType::F32 => t.data.iter().flat_map(|v| v.to_le_bytes()).collect(),
         GgmlType::F16 => t
@@ -153,7 +157,10 @@ fn main() -> Result<()> {
         w.add_metadata("general.quantization_version", 2u32)?;
     }
     let (sp, n_tok) = vocab::add(&mut w, &a.tokenizer)?;
-    ensure!(n_tok == n_vocab, "tokenizer has {n_tok} tokens, model {n_vocab}");
+    ensure!(
+        n_tok == n_vocab,
+        "tokenizer has {n_tok} tokens, model {n_vocab}"
+    );
     ensure!(
         cfg["mask_token_id"].as_u64() == Some(u64::from(sp.mask)),
         "model trained with mask id {}, tokenizer says {}",
@@ -184,8 +191,14 @@ fn main() -> Result<()> {
             ));
         }
     }
-    names.push(("model.transformer.ln_f.weight".into(), "output_norm.weight".into()));
-    names.push(("model.transformer.ff_out.weight".into(), "output.weight".into()));
+    names.push((
+        "model.transformer.ln_f.weight".into(),
+        "output_norm.weight".into(),
+    ));
+    names.push((
+        "model.transformer.ff_out.weight".into(),
+        "output.weight".into(),
+    ));
 
     let mut written = BTreeMap::new();
     for (hf, gg) in &names {

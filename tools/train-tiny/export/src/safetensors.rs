@@ -16,12 +16,22 @@ pub struct Tensor {
 /// Every tensor of the file by name, and the free-form `__metadata__` strings.
 pub fn read(path: &Path) -> Result<(BTreeMap<String, Tensor>, BTreeMap<String, String>)> {
     let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    ensure!(bytes.len() >= 8, "{}: too short for a safetensors header", path.display());
+    ensure!(
+        bytes.len() >= 8,
+        "{}: too short for a safetensors header",
+        path.display()
+    );
     let n = u64::from_le_bytes(bytes[..8].try_into()?) as usize;
-    ensure!(8 + n <= bytes.len(), "{}: header length {n} past the end", path.display());
+    ensure!(
+        8 + n <= bytes.len(),
+        "{}: header length {n} past the end",
+        path.display()
+    );
     let header: serde_json::Value = serde_json::from_slice(&bytes[8..8 + n])?;
     let body = &bytes[8 + n..];
-    let obj = header.as_object().context("safetensors header is not an object")?;
+    let obj = header
+        .as_object()
+        .context("safetensors header is not an object")?;
     let (mut tensors, mut meta) = (BTreeMap::new(), BTreeMap::new());
     for (name, v) in obj {
         if name == "__metadata__" {
@@ -46,7 +56,10 @@ pub fn read(path: &Path) -> Result<(BTreeMap<String, Tensor>, BTreeMap<String, S
             off[1].as_u64().context("offset")? as usize,
         );
         let count: usize = shape.iter().product();
-        ensure!(a <= b && b <= body.len() && b - a == count * 4, "{name}: bad data_offsets");
+        ensure!(
+            a <= b && b <= body.len() && b - a == count * 4,
+            "{name}: bad data_offsets"
+        );
         let data = body[a..b]
             .chunks_exact(4)
             .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))

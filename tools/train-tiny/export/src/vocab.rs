@@ -36,7 +36,10 @@ pub fn add(w: &mut GgufWriter, tokenizer_json: &Path) -> Result<(Specials, usize
     let mut types = vec![NORMAL; n];
     for (tok, id) in vocab {
         let id = id.as_u64().context("vocab id")? as usize;
-        ensure!(id < n && tokens[id].is_empty(), "vocab id {id} out of range or repeated");
+        ensure!(
+            id < n && tokens[id].is_empty(),
+            "vocab id {id} out of range or repeated"
+        );
         tokens[id] = tok.clone();
     }
     let find = |s: &str| -> Result<u32> {
@@ -49,7 +52,10 @@ pub fn add(w: &mut GgufWriter, tokenizer_json: &Path) -> Result<(Specials, usize
     };
     for t in added {
         let id = t["id"].as_u64().context("added id")? as usize;
-        ensure!(id < n && tokens[id].is_empty(), "added id {id} out of range or repeated");
+        ensure!(
+            id < n && tokens[id].is_empty(),
+            "added id {id} out of range or repeated"
+        );
         tokens[id] = t["content"].as_str().context("content")?.to_string();
         types[id] = CONTROL;
     }
@@ -74,9 +80,15 @@ pub fn add(w: &mut GgufWriter, tokenizer_json: &Path) -> Result<(Specials, usize
     };
     w.add_metadata("tokenizer.ggml.model", "gpt2")?;
     w.add_metadata("tokenizer.ggml.pre", PRE)?;
-    w.add_metadata("tokenizer.ggml.tokens", tokens.iter().map(String::as_str).collect::<Vec<_>>())?;
+    w.add_metadata(
+        "tokenizer.ggml.tokens",
+        tokens.iter().map(String::as_str).collect::<Vec<_>>(),
+    )?;
     w.add_metadata("tokenizer.ggml.token_type", types)?;
-    w.add_metadata("tokenizer.ggml.merges", merges.iter().map(String::as_str).collect::<Vec<_>>())?;
+    w.add_metadata(
+        "tokenizer.ggml.merges",
+        merges.iter().map(String::as_str).collect::<Vec<_>>(),
+    )?;
     w.add_metadata("tokenizer.ggml.bos_token_id", sp.bos)?;
     w.add_metadata("tokenizer.ggml.eos_token_id", sp.eos)?;
     w.add_metadata("tokenizer.ggml.padding_token_id", sp.eos)?;

@@ -135,6 +135,15 @@ pub fn quantize_row(ty: GgmlType, src: &[f32], dst: &mut [u8]) -> Result<(), Err
 
 /// Scalar dot product of `n` elements: `x` of type `ty`, `y` of type
 /// [`vec_dot_type`]`(ty)` (ggml's `vec_dot`).
+///
+/// Integer products are summed exactly per block, then scaled in f32 as ggml's scalar
+/// kernels do (block results summed in f32; the float types sum in f64). It is not
+/// bit-exact with any particular ggml build (ggml's SIMD paths sum in other orders); its
+/// contract, tested in `tests/vec_dot.rs`, is against the f64 dot product of the
+/// dequantized operands: with `ε = 2⁻²³`, `nb` blocks, `x0` the weights dequantized with
+/// their quants zeroed (the min/offset term) and `S = Σ|y_i|·(|x_i| + |x0_i|)`,
+/// `|vec_dot − ref| ≤ (16 + nb)·ε·S`, plus `2⁻¹⁰·Σ|x0_i·y_i|` for the Q8_1 partners
+/// (Q4_1, Q5_1), whose stored `s = d·Σq` is rounded to f16.
 pub fn vec_dot(ty: GgmlType, n: usize, x: &[u8], y: &[u8]) -> Result<f32, Error> {
     let Some(yt) = vec_dot_type(ty) else {
         return Err(Error::Unsupported { ty, op: "vec_dot" });

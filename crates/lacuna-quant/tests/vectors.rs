@@ -107,3 +107,38 @@ fn quantize_is_bit_exact_with_ggml_reference_quantizers() {
         assert!(bad.is_empty(), "{ty}: blocks {bad:?} differ from ggml");
     }
 }
+
+#[test]
+fn every_supported_type_has_reference_vectors() {
+    // a type gaining a dequantizer or quantizer here must gain vectors (and a row above):
+    // run tools/quant-vectors/gen_vectors.py and commit tests/data
+    for &ty in GgmlType::ALL {
+        if ty == GgmlType::F32 {
+            continue; // the identity
+        }
+        assert_eq!(
+            lacuna_quant::can_dequantize(ty),
+            DEQUANT.contains(&ty),
+            "{ty}: dequantize vectors out of date"
+        );
+        assert_eq!(
+            lacuna_quant::can_quantize(ty),
+            QUANT.contains(&ty),
+            "{ty}: quantize vectors out of date"
+        );
+    }
+    let dir = format!("{}/tests/data", env!("CARGO_MANIFEST_DIR"));
+    let manifest = std::fs::read_to_string(format!("{dir}/MANIFEST.txt")).unwrap();
+    for &ty in DEQUANT {
+        assert!(
+            manifest.contains(&format!("deq {ty} ")),
+            "{ty} missing from MANIFEST.txt"
+        );
+    }
+    for &ty in QUANT {
+        assert!(
+            manifest.contains(&format!("q   {ty} ")),
+            "{ty} missing from MANIFEST.txt"
+        );
+    }
+}

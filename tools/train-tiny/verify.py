@@ -99,6 +99,19 @@ def main():
         got = json.loads(out)
         got = got["ids"] if isinstance(got, dict) else [t["id"] if isinstance(t, dict) else t for t in got]
         report["tokenization"].append({"text": s[:60], "same": got == ref})
+    with tempfile.TemporaryDirectory() as d:
+        inp, out = os.path.join(d, "in.json"), os.path.join(d, "out.json")
+        with open(inp, "w") as f:
+            json.dump(samples, f)
+        subprocess.run([a.oracle, "tokenize", "--model", a.gguf[0], "--input", inp, "--out", out,
+                        "--no-add-special"], check=True, capture_output=True)
+        with open(out) as f:
+            ora = json.load(f)
+    for rec, case, s in zip(report["tokenization"], ora["cases"], samples):
+        rec["same_as_llama_cpp"] = case["ids"] == tk.encode(s, add_special_tokens=False).ids
+    v = ora["vocab"]
+    report["llama_cpp_vocab"] = {k: v[k] for k in ("n_vocab", "bos", "eos", "eot", "pad", "mask",
+                                                   "add_bos", "add_eos")}
     tokens = canvas(tk, verses, cfg)
     with torch.no_grad():
         pt = model(torch.tensor([tokens]))[0].numpy()

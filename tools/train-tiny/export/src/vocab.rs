@@ -21,6 +21,7 @@ const CONTROL: i32 = 3;
 pub struct Specials {
     pub bos: u32,
     pub eos: u32,
+    pub eot: u32,
     pub mask: u32,
 }
 
@@ -76,6 +77,7 @@ pub fn add(w: &mut GgufWriter, tokenizer_json: &Path) -> Result<(Specials, usize
     let sp = Specials {
         bos: find("<|startoftext|>")?,
         eos: find("<|endoftext|>")?,
+        eot: find("<|eot_id|>")?,
         mask: find("<|mdm_mask|>")?,
     };
     w.add_metadata("tokenizer.ggml.model", "gpt2")?;
@@ -91,6 +93,10 @@ pub fn add(w: &mut GgufWriter, tokenizer_json: &Path) -> Result<(Specials, usize
     )?;
     w.add_metadata("tokenizer.ggml.bos_token_id", sp.bos)?;
     w.add_metadata("tokenizer.ggml.eos_token_id", sp.eos)?;
+    // Not written by the LLaDA converter: without it llama.cpp picks EOT by iterating an
+    // unordered map over `<|endoftext|>` and `<|eot_id|>` (hash order; it chose EOS here),
+    // while Lacuna takes the first of its list. Naming it makes both agree.
+    w.add_metadata("tokenizer.ggml.eot_token_id", sp.eot)?;
     w.add_metadata("tokenizer.ggml.padding_token_id", sp.eos)?;
     w.add_metadata("tokenizer.ggml.mask_token_id", sp.mask)?;
     w.add_metadata("tokenizer.ggml.add_bos_token", true)?;

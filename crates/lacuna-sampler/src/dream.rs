@@ -49,7 +49,8 @@ pub enum DreamAlg {
     Entropy,
 }
 
-/// Settings of the Dream sampler; the defaults are those of `DreamGenerationConfig`.
+/// Settings of the Dream sampler; the defaults are those of `DreamGenerationConfig`
+/// (except `gen_length`, which it derives from `max_length`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct DreamConfig {
     /// Tokens to generate (`max_new_tokens`; default 128).

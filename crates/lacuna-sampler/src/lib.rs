@@ -9,6 +9,42 @@
 //! randomness comes from one [`UniformSource`] in a documented order, so a seed fixes the
 //! output. `tools/sampler-ref` holds a numpy transcription of the official code that wrote the
 //! committed cases in `tests/data`.
+//!
+//! ```
+//! use lacuna_sampler::{Denoiser, LladaConfig, Xoshiro256PlusPlus, llada};
+//!
+//! /// A stand-in model: every row prefers token 7.
+//! struct Toy;
+//! impl Denoiser for Toy {
+//!     type Error = std::convert::Infallible;
+//!     fn vocab_size(&self) -> usize { 10 }
+//!     fn logits(&mut self, _canvas: &[u32], rows: &[usize], out: &mut [f32])
+//!         -> Result<(), Self::Error> {
+//!         for row in out.chunks_exact_mut(10) {
+//!             row.fill(0.0);
+//!             row[7] = 3.0;
+//!         }
+//!         assert_eq!(out.len(), rows.len() * 10);
+//!         Ok(())
+//!     }
+//! }
+//!
+//! let config = LladaConfig {
+//!     gen_length: 8,
+//!     block_length: 4,
+//!     steps: 4,
+//!     mask_id: Some(9),
+//!     eos_ids: vec![2],
+//!     ..LladaConfig::default()
+//! };
+//! let mut rng = Xoshiro256PlusPlus::seed_from_u64(42);
+//! let out = llada::generate(&mut Toy, &[1, 2, 3], &config, &mut rng, |step| {
+//!     // Stream the canvas: step.canvas, step.committed, step.confidences...
+//!     assert!(step.step < step.total_steps);
+//! })?;
+//! assert_eq!(out.tokens, vec![7; 8]);
+//! # Ok::<(), lacuna_sampler::Error<std::convert::Infallible>>(())
+//! ```
 
 pub mod denoiser;
 pub mod dream;

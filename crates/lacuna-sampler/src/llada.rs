@@ -48,7 +48,7 @@ pub struct LladaConfig {
     /// Block length of semi-autoregressive decoding; must divide `gen_length` (default 128).
     pub block_length: usize,
     /// Denoising steps in total; must be a multiple of the number of blocks (default 128).
-    /// Unused in parallel mode.
+    /// Unused in parallel mode (but still validated, as Fast-dLLM asserts it).
     pub steps: usize,
     /// Gumbel-max temperature; 0 is greedy (default 0).
     pub temperature: f64,

@@ -53,11 +53,17 @@ TYPES = {
     "tq1_0": (QK_K, 54, [(52, "f16")]),
     "tq2_0": (QK_K, 66, [(64, "f16")]),
     "mxfp4": (32, 17, []),  # the E8M0 byte is valid for every value
+    "nvfp4": (64, 36, []),  # so are the UE4M3 bytes
+    "q1_0": (128, 18, [(0, "f16")]),
+    "q2_0": (64, 18, [(0, "f16")]),
 }
 GGUF_TYPE = {"f16": T.F16, "bf16": T.BF16, "q4_0": T.Q4_0, "q4_1": T.Q4_1, "q5_0": T.Q5_0,
              "q5_1": T.Q5_1, "q8_0": T.Q8_0, "q2_K": T.Q2_K, "q3_K": T.Q3_K, "q4_K": T.Q4_K,
              "q5_K": T.Q5_K, "q6_K": T.Q6_K, "iq4_nl": T.IQ4_NL, "iq4_xs": T.IQ4_XS,
-             "tq1_0": T.TQ1_0, "tq2_0": T.TQ2_0, "mxfp4": T.MXFP4}
+             "tq1_0": T.TQ1_0, "tq2_0": T.TQ2_0, "mxfp4": T.MXFP4, "nvfp4": T.NVFP4,
+             "q1_0": T.Q1_0}
+# only the types this gguf-py version implements (it names Q1_0 but has no code for it)
+GGUF_TYPE = {k: v for k, v in GGUF_TYPE.items() if v in (T.F16,) or v in gq._type_traits}
 GGUF_QUANTIZERS = {"q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "bf16", "tq1_0", "tq2_0"}
 C_QUANTIZERS = ["q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q8_1", "q2_K", "q3_K", "q4_K",
                 "q5_K", "q6_K", "q8_K", "f16", "bf16", "iq4_nl", "iq4_xs", "tq1_0", "tq2_0"]

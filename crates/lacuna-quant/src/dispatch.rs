@@ -4,11 +4,12 @@
 
 use half::{bf16, f16};
 
+use crate::binary::{BlockQ1_0, BlockQ2_0};
 use crate::block::{QuantBlock, QuantizeBlock, VecDotBlock, check_len};
 use crate::iq4::{BlockIQ4NL, BlockIQ4XS};
 use crate::kquants::{BlockQ2K, BlockQ3K, BlockQ4K, BlockQ5K, BlockQ6K, BlockQ8K};
 use crate::legacy::{BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1, BlockQ8_0, BlockQ8_1};
-use crate::mxfp4::BlockMXFP4;
+use crate::mxfp4::{BlockMXFP4, BlockNVFP4};
 use crate::ternary::{BlockTQ1_0, BlockTQ2_0};
 use crate::{Error, GgmlType};
 
@@ -34,6 +35,7 @@ macro_rules! all_blocks {
             Q5_K => 256, BlockQ5K; Q6_K => 256, BlockQ6K; Q8_K => 256, BlockQ8K;
             IQ4_NL => 32, BlockIQ4NL; IQ4_XS => 256, BlockIQ4XS;
             TQ1_0 => 256, BlockTQ1_0; TQ2_0 => 256, BlockTQ2_0; MXFP4 => 32, BlockMXFP4;
+            NVFP4 => 64, BlockNVFP4; Q1_0 => 128, BlockQ1_0; Q2_0 => 64, BlockQ2_0;
         )
     };
 }

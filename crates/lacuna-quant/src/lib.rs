@@ -17,6 +17,7 @@
 // against ggml-quants.c line by line; iterator rewrites would obscure that.
 #![allow(clippy::needless_range_loop)]
 
+mod binary;
 mod block;
 mod dispatch;
 mod error;
@@ -29,6 +30,7 @@ pub mod scalar;
 mod ternary;
 mod types;
 
+pub use binary::{BlockQ1_0, BlockQ2_0};
 pub use block::{
     QuantBlock, QuantizeBlock, VecDotBlock, cast_blocks, cast_blocks_mut, dequantize_blocks,
     quantize_blocks, vec_dot_blocks,
@@ -40,6 +42,6 @@ pub use error::Error;
 pub use iq4::{BlockIQ4NL, BlockIQ4XS, KVALUES_IQ4NL};
 pub use kquants::{BlockQ2K, BlockQ3K, BlockQ4K, BlockQ5K, BlockQ6K, BlockQ8K};
 pub use legacy::{BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1, BlockQ8_0, BlockQ8_1};
-pub use mxfp4::{BlockMXFP4, KVALUES_MXFP4, e8m0_to_fp32_half};
+pub use mxfp4::{BlockMXFP4, BlockNVFP4, KVALUES_MXFP4, e8m0_to_fp32_half, ue4m3_to_fp32_half};
 pub use ternary::{BlockTQ1_0, BlockTQ2_0};
 pub use types::{GgmlType, QK_K};

@@ -1,4 +1,6 @@
-//! MXFP4 (OCP microscaling FP4): 32 E2M1 values sharing one E8M0 power-of-two scale.
+//! The FP4 (E2M1) formats: MXFP4 (OCP microscaling: 32 values sharing one E8M0
+//! power-of-two scale) and NVFP4 (64 values, one UE4M3 scale per 16; dequantization only,
+//! its ggml dot product pairs one block with two Q8_0 blocks).
 
 use bytemuck::{Pod, Zeroable};
 
@@ -57,5 +59,50 @@ impl VecDotBlock<32> for BlockMXFP4 {
             .map(|i| i32::from(self.level(i)) * i32::from(y.qs[i]))
             .sum();
         (fp16_to_fp32(y.d) * e8m0_to_fp32_half(self.e)) * sumi as f32
+    }
+}
+
+/// ggml's `block_nvfp4` (36 bytes, 64 weights): `d[4]` UE4M3 scales (one per 16-element
+/// sub-block) at 0, `qs[32]` at 4; sub-block s uses `qs[8s..8s+8]`, element `16s + j`
+/// in the low nibble of `qs[8s + j]` and `16s + 8 + j` in its high nibble;
+/// weight = `KVALUES_MXFP4[index] · ue4m3(d[s]) / 2`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
+pub struct BlockNVFP4 {
+    /// UE4M3 sub-block scales.
+    pub d: [u8; 4],
+    /// Packed 4-bit E2M1 indices.
+    pub qs: [u8; 32],
+}
+const _: () = assert!(size_of::<BlockNVFP4>() == 36);
+
+/// ggml's `ggml_ue4m3_to_fp32`: unsigned E4M3 (bit 7 ignored, `0x7F` read as 0), halved
+/// like [`e8m0_to_fp32_half`] to undo the doubled E2M1 table.
+pub fn ue4m3_to_fp32_half(x: u8) -> f32 {
+    if x == 0 || x == 0x7F {
+        return 0.0;
+    }
+    let exp = i32::from((x >> 3) & 0xF);
+    let man = f32::from(x & 0x7);
+    let pow2 = |k: i32| f32::from_bits(((k + 127) as u32) << 23);
+    let raw = if exp == 0 {
+        man * pow2(-9)
+    } else {
+        (1.0 + man / 8.0) * pow2(exp - 7)
+    };
+    raw * 0.5
+}
+
+impl QuantBlock<64> for BlockNVFP4 {
+    const TYPE: GgmlType = GgmlType::NVFP4;
+    fn dequantize(&self, out: &mut [f32; 64]) {
+        for s in 0..4 {
+            let d = ue4m3_to_fp32_half(self.d[s]);
+            for j in 0..8 {
+                let b = self.qs[8 * s + j];
+                out[16 * s + j] = f32::from(KVALUES_MXFP4[usize::from(b & 0xF)]) * d;
+                out[16 * s + j + 8] = f32::from(KVALUES_MXFP4[usize::from(b >> 4)]) * d;
+            }
+        }
     }
 }

@@ -35,6 +35,9 @@ const DEQUANT: &[GgmlType] = &[
     GgmlType::TQ1_0,
     GgmlType::TQ2_0,
     GgmlType::MXFP4,
+    GgmlType::NVFP4,
+    GgmlType::Q1_0,
+    GgmlType::Q2_0,
 ];
 
 const QUANT: &[GgmlType] = &[

@@ -81,10 +81,9 @@ pub fn matmul_on(
         t,
     };
     let acts = &ws.acts;
-    let gemm_path = path.gemm_path();
     match &w.inner {
         Inner::Quant(q) => {
-            let kernel = quant_kernel(gemm_path);
+            let kernel = quant_kernel(path);
             for_tasks(q.panels, |p0, np| {
                 // SAFETY: the path is available (checked above); each task writes only
                 // the columns of its own panels (see `Out`).
@@ -92,7 +91,7 @@ pub fn matmul_on(
             });
         }
         Inner::Float(f) => {
-            let kernel = float_kernel(gemm_path);
+            let kernel = float_kernel(path);
             for_tasks(f.panels, |p0, np| {
                 // SAFETY: as above.
                 unsafe { kernel(f, &acts.f, p0, np, out) }
@@ -136,7 +135,9 @@ pub(crate) type FloatKernel = unsafe fn(&FloatPacked, &[f32], usize, usize, Out)
 fn quant_kernel(path: Path) -> QuantKernel {
     match path {
         #[cfg(target_arch = "x86_64")]
-        Path::Avx512Vnni | Path::Amx => x86::avx512::quant_panels,
+        Path::Amx => x86::amx::quant_panels,
+        #[cfg(target_arch = "x86_64")]
+        Path::Avx512Vnni => x86::avx512::quant_panels,
         #[cfg(target_arch = "x86_64")]
         Path::AvxVnni => x86::avxvnni::quant_panels,
         #[cfg(target_arch = "x86_64")]

@@ -19,8 +19,8 @@ pub enum Path {
     AvxVnni,
     /// AVX-512 F/BW + VNNI: 512-bit `vpdpbusd`.
     Avx512Vnni,
-    /// AMX-INT8 tiles. The tile GEMM is not written yet: this path runs the AVX-512 VNNI
-    /// kernels (see [`Path::gemm_path`]) after the kernel granted tile-data permission.
+    /// AMX-INT8 tiles (`tdpbusd`) for quantized weights, after Linux granted tile-data
+    /// permission; float weights and the other ops run the AVX-512 code.
     Amx,
 }
 
@@ -115,16 +115,6 @@ impl Path {
                 _ => Ok(Path::best()),
             })
             .clone()
-    }
-
-    /// The path whose GEMM microkernels actually run for this path. Equal to `self`,
-    /// except [`Path::Amx`], whose tile kernel is not written yet and which runs the
-    /// AVX-512 VNNI kernels.
-    pub const fn gemm_path(self) -> Path {
-        match self {
-            Path::Amx => Path::Avx512Vnni,
-            p => p,
-        }
     }
 }
 

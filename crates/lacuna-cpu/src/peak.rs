@@ -15,7 +15,7 @@ pub fn int8_dot_ops(path: Path, iters: u64) -> Result<u64, Error> {
     if !path.is_available() {
         return Err(Error::PathUnavailable { path });
     }
-    match path.gemm_path() {
+    match path {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: the path is available (checked above).
         Path::Avx512Vnni | Path::Amx => Ok(unsafe { x86::zmm_vnni(iters) }),

@@ -46,6 +46,7 @@ const FIXTURES: &[&str] = &[
     "bpe-llada-moe",
     "bpe-default",
     "spm",
+    "spm-noprefix",
 ];
 
 /// The committed fixtures, or another recorded set (same file names) named by

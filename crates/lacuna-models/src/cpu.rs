@@ -20,7 +20,6 @@ pub struct CpuBackend {
     /// All-rows attention output when only some rows are asked for.
     attn_rows: Vec<f32>,
     attn: attention::AttnScratch,
-    attn_ws: Workspace,
 }
 
 impl CpuBackend {
@@ -77,7 +76,7 @@ impl Backend for CpuBackend {
     ) -> Result<()> {
         let s = shape;
         let Some(rows) = rows else {
-            return attention::attention(q, k, v, s, out, &mut self.attn_ws, &mut self.attn);
+            return attention::attention(q, k, v, s, out, &mut self.attn);
         };
         // All rows, then the requested ones: the same arithmetic as the full pass, so a
         // row's logits do not depend on which other rows were asked for.
@@ -87,7 +86,7 @@ impl Backend for CpuBackend {
             all.resize(s.t * width, 0.0);
         }
         let all = &mut all[..s.t * width];
-        attention::attention(q, k, v, s, all, &mut self.attn_ws, &mut self.attn)?;
+        attention::attention(q, k, v, s, all, &mut self.attn)?;
         for (o, &r) in out.chunks_exact_mut(width).zip(rows) {
             o.copy_from_slice(&all[r * width..(r + 1) * width]);
         }

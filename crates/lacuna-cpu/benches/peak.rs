@@ -12,9 +12,6 @@ fn peak(c: &mut Criterion) {
     g.sample_size(10);
     g.measurement_time(std::time::Duration::from_secs(2));
     for path in Path::available() {
-        if path == Path::Amx {
-            continue; // same instruction as avx512vnni until the tile kernel exists
-        }
         let ops = int8_dot_ops(path, ITERS).expect("available");
         g.throughput(Throughput::Elements(ops));
         g.bench_function(path.name(), |b| b.iter(|| int8_dot_ops(path, ITERS)));

@@ -7,8 +7,8 @@
 
 use crate::{Error, Path};
 
-/// Runs `iters` iterations of the int8 dot instruction of `path` (`vpdpbusd` zmm for
-/// AVX-512 VNNI and AMX, `vpdpbusd` ymm for AVX-VNNI, `vpmaddubsw`+`vpmaddwd`+`vpaddd` ymm
+/// Runs `iters` iterations of the int8 dot instruction of `path` (4 independent full-size
+/// `tdpbusd` tiles, 16x16x64, for AMX; `vpdpbusd` zmm for AVX-512 VNNI, `vpdpbusd` ymm for AVX-VNNI, `vpmaddubsw`+`vpmaddwd`+`vpaddd` ymm
 /// with one operand loaded per instruction for AVX2, a plain loop for scalar) and returns the operations done. The returned value
 /// also depends on the results so the loop cannot be optimised away.
 pub fn int8_dot_ops(path: Path, iters: u64) -> Result<u64, Error> {
@@ -17,8 +17,11 @@ pub fn int8_dot_ops(path: Path, iters: u64) -> Result<u64, Error> {
     }
     match path {
         #[cfg(target_arch = "x86_64")]
+        // SAFETY: the path is available (checked above): AMX permitted.
+        Path::Amx => Ok(unsafe { x86::amx_tdpbusd(iters) }),
+        #[cfg(target_arch = "x86_64")]
         // SAFETY: the path is available (checked above).
-        Path::Avx512Vnni | Path::Amx => Ok(unsafe { x86::zmm_vnni(iters) }),
+        Path::Avx512Vnni => Ok(unsafe { x86::zmm_vnni(iters) }),
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above.
         Path::AvxVnni => Ok(unsafe { x86::ymm_vnni(iters) }),
@@ -46,7 +49,46 @@ fn scalar(iters: u64) -> u64 {
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
+    use std::arch::asm;
     use std::arch::x86_64::*;
+
+    /// # Safety
+    /// AMX-INT8 with tile-data permission granted.
+    pub(super) unsafe fn amx_tdpbusd(iters: u64) -> u64 {
+        #[repr(C, align(64))]
+        struct Cfg([u8; 64]);
+        let mut cfg = Cfg([0; 64]);
+        cfg.0[0] = 1;
+        for t in 0..6 {
+            cfg.0[16 + 2 * t] = 64;
+            cfg.0[48 + t] = 16;
+        }
+        let a = [1u8; 1024];
+        let mut c = [[0i32; 16]; 16];
+        // SAFETY: AMX permitted (contract); a valid palette-1 config; the loads read 1 KiB
+        // from `a`, the store writes 1 KiB to `c`.
+        unsafe {
+            asm!("ldtilecfg [{0}]", in(reg) cfg.0.as_ptr(), options(nostack, readonly));
+            asm!(
+                "tilezero tmm0", "tilezero tmm1", "tilezero tmm2", "tilezero tmm3",
+                "tileloadd tmm4, [{a} + {s}]", "tileloadd tmm5, [{a} + {s}]",
+                a = in(reg) a.as_ptr(), s = in(reg) 64usize, options(nostack, readonly),
+            );
+            for _ in 0..iters {
+                asm!(
+                    "tdpbusd tmm0, tmm4, tmm5",
+                    "tdpbusd tmm1, tmm4, tmm5",
+                    "tdpbusd tmm2, tmm4, tmm5",
+                    "tdpbusd tmm3, tmm4, tmm5",
+                    options(nostack, nomem),
+                );
+            }
+            asm!("tilestored [{c} + {s}], tmm0", c = in(reg) c.as_mut_ptr(), s = in(reg) 64usize, options(nostack));
+            asm!("tilerelease", options(nostack, nomem));
+        }
+        let c = std::hint::black_box(c);
+        iters * 4 * 16 * 16 * 64 * 2 + u64::from(c[0][0] == 1)
+    }
 
     macro_rules! chains {
         ($zero:expr, $step:expr, $ops_per:expr, $iters:expr, $fold:expr) => {{

@@ -60,18 +60,24 @@ pub(crate) fn run_tensor(args: TensorArgs) -> Result<()> {
     let f = open(&args.model)?;
     let info = f.tensor(&args.name)?;
     let data = f.info_data(info);
-    let ne0 = usize::try_from(info.dims[0])?;
-    let row_bytes = usize::try_from(info.ty.row_bytes(info.dims[0]).context("row size")?)?;
+    // Rows are whole blocks and lie back to back, so the tensor can be dequantized in
+    // block-aligned chunks of ~64k values whatever its row length: memory stays bounded
+    // even for a huge 1-D tensor.
+    let block_elems = info.ty.block_size();
+    let blocks_per_chunk = (65_536 / block_elems).max(1);
+    let chunk_bytes = blocks_per_chunk * info.ty.type_size();
     let file = std::fs::File::create(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
     let mut w = BufWriter::new(file);
-    let mut row = vec![0f32; ne0];
-    let mut bytes = Vec::with_capacity(ne0 * 4);
-    for src in data.chunks_exact(row_bytes) {
-        lacuna_quant::dequantize_row(info.ty, src, &mut row)
+    let mut values = vec![0f32; blocks_per_chunk * block_elems];
+    let mut bytes = Vec::with_capacity(values.len() * 4);
+    for src in data.chunks(chunk_bytes) {
+        let n = src.len() / info.ty.type_size() * block_elems;
+        let out = &mut values[..n];
+        lacuna_quant::dequantize_row(info.ty, src, out)
             .with_context(|| format!("tensor {:?} ({})", info.name, info.ty))?;
         bytes.clear();
-        bytes.extend(row.iter().flat_map(|x| x.to_le_bytes()));
+        bytes.extend(out.iter().flat_map(|x| x.to_le_bytes()));
         w.write_all(&bytes)?;
     }
     w.flush()

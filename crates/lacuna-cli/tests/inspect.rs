@@ -179,6 +179,43 @@ fn tensor_writes_dequantized_f32() {
 }
 
 #[test]
+fn tensor_larger_than_one_chunk_is_exact() {
+    // 2 rows of 80,000 Q8_0 values (2,500 blocks each): 160,000 values, several chunks.
+    let blocks = 5000usize;
+    let mut q8 = Vec::with_capacity(blocks * 34);
+    let mut expected = Vec::with_capacity(blocks * 32);
+    for b in 0..blocks {
+        q8.extend(0x3C00u16.to_le_bytes()); // d = 1.0
+        for i in 0..32 {
+            let q = ((b * 7 + i * 13) % 256) as u8 as i8;
+            q8.push(q as u8);
+            expected.push(f32::from(q));
+        }
+    }
+    let f32_values: Vec<f32> = (0..100_003).map(|i| i as f32 * 0.25 - 7.0).collect();
+    let mut w = GgufWriter::new();
+    w.add_tensor("big.q8_0", &[80_000, 2], GgmlType::Q8_0, q8)
+        .unwrap();
+    w.add_tensor("big.f32", &[100_003], GgmlType::F32, f32_bytes(&f32_values))
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("big.gguf");
+    w.write_file(&model).unwrap();
+    let out = dir.path().join("o.f32");
+    for (name, values) in [("big.q8_0", expected), ("big.f32", f32_values)] {
+        let r = lacuna(&[
+            "tensor",
+            model.to_str().unwrap(),
+            name,
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+        assert_eq!(read_f32(&out), values, "{name}");
+    }
+}
+
+#[test]
 fn tensor_errors_are_clear() {
     let dir = tempfile::tempdir().unwrap();
     let path = fixture(dir.path());

@@ -193,3 +193,37 @@ fn vec_dot_types_follow_ggml() {
     }
     assert_eq!(vec_dot_type(T::Q8_K), None);
 }
+
+#[test]
+fn block_structs_match_the_type_table() {
+    use GgmlType as T;
+    use lacuna_quant::*;
+    fn check<const QK: usize, B: QuantBlock<QK>>() {
+        assert_eq!(size_of::<B>(), B::TYPE.type_size(), "{}", B::TYPE);
+        assert_eq!(QK, B::TYPE.block_size(), "{}", B::TYPE);
+    }
+    check::<1, f32>();
+    check::<1, half::f16>();
+    check::<1, half::bf16>();
+    check::<32, BlockQ4_0>();
+    check::<32, BlockQ4_1>();
+    check::<32, BlockQ5_0>();
+    check::<32, BlockQ5_1>();
+    check::<32, BlockQ8_0>();
+    check::<32, BlockQ8_1>();
+    check::<256, BlockQ2K>();
+    check::<256, BlockQ3K>();
+    check::<256, BlockQ4K>();
+    check::<256, BlockQ5K>();
+    check::<256, BlockQ6K>();
+    check::<256, BlockQ8K>();
+    check::<32, BlockIQ4NL>();
+    check::<256, BlockIQ4XS>();
+    check::<256, BlockTQ1_0>();
+    check::<256, BlockTQ2_0>();
+    check::<32, BlockMXFP4>();
+    check::<64, BlockNVFP4>();
+    check::<128, BlockQ1_0>();
+    check::<64, BlockQ2_0>();
+    assert_eq!(T::Q8_1.type_size(), 36); // gguf-py 0.19's table says 40 (stale f32 fields)
+}

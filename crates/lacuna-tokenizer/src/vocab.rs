@@ -470,18 +470,16 @@ fn check_len(key: &'static str, expected: usize, found: usize) -> Result<()> {
 
 fn read_scores(md: &Metadata, n: usize) -> Result<Vec<f32>> {
     const KEY: &str = "tokenizer.ggml.scores";
-    if let Some(s) = md.get_opt::<&[f32]>(KEY)? {
-        check_len(KEY, n, s.len())?;
-        return Ok(s[..n].to_vec());
-    }
-    match md.value(KEY) {
-        None => Ok(vec![0.0; n]),
-        Some(_) => {
-            let s: &[i32] = md.get(KEY)?;
-            check_len(KEY, n, s.len())?;
-            Ok(s[..n].iter().map(|&v| v as f32).collect())
+    // llama.cpp accepts f32 or i32 scores.
+    let scores: Vec<f32> = match md.value(KEY) {
+        None => return Ok(vec![0.0; n]),
+        Some(lacuna_gguf::Value::Array(lacuna_gguf::Array::I32(s))) => {
+            s.iter().map(|&v| v as f32).collect()
         }
-    }
+        Some(_) => md.get::<&[f32]>(KEY)?.to_vec(),
+    };
+    check_len(KEY, n, scores.len())?;
+    Ok(scores[..n].to_vec())
 }
 
 /// `tokenizer.ggml.merges`: "left right", split at the first space after the first byte

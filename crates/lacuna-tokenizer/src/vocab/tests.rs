@@ -188,3 +188,28 @@ fn byte_tokens_must_read_0x_hex() {
     .unwrap_err();
     assert!(matches!(err, Error::BadByteToken { id: 0, .. }), "{err}");
 }
+
+#[test]
+fn scores_may_be_f32_or_i32_and_other_types_are_named() {
+    let v = vocab(&[(
+        "tokenizer.ggml.scores",
+        vec![1i32, 2, 3, 4, 5, 6, 7, 8].into(),
+    )])
+    .unwrap();
+    assert_eq!(v.scores[7], 8.0);
+    let v = vocab(&[("tokenizer.ggml.scores", vec![0.5f32; 8].into())]).unwrap();
+    assert_eq!(v.scores[0], 0.5);
+    let err = vocab(&[("tokenizer.ggml.scores", vec![1u8; 8].into())]).unwrap_err();
+    assert!(err.to_string().contains("tokenizer.ggml.scores"), "{err}");
+    let err = vocab(&[("tokenizer.ggml.scores", vec![0.5f32; 3].into())]).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::LengthMismatch {
+                key: "tokenizer.ggml.scores",
+                ..
+            }
+        ),
+        "{err}"
+    );
+}

@@ -5,8 +5,11 @@
 //! `LACUNA_BENCH_TYPES` (default `q4_K,q6_K`), `LACUNA_BENCH_NK` (default
 //! `4096x4096,12288x4096,4096x12288,126464x4096`), `LACUNA_BENCH_T` (default `32,160,544`),
 //! `LACUNA_BENCH_THREADS` (default `1,2`), `LACUNA_BENCH_PATHS` (default: the best path).
+//! `LACUNA_BENCH_CLOCK=cpu` times 1-thread cases with the thread's CPU clock instead of the
+//! wall clock (robust to other jobs on a shared machine; 2-thread cases stay wall-clock).
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use lacuna_cpu::peak::thread_cpu_time;
 use lacuna_cpu::{PackedWeight, Path, Workspace, matmul_on};
 use lacuna_quant::GgmlType;
 
@@ -101,11 +104,25 @@ fn gemm(c: &mut Criterion) {
                             format!("{}/{}/{n}x{k}", path.name(), ty.name()),
                             format!("T{t}/th{threads}"),
                         );
+                        let cpu_clock = threads == 1
+                            && std::env::var("LACUNA_BENCH_CLOCK").as_deref() == Ok("cpu");
                         g.bench_function(id, |b| {
                             pool.install(|| {
-                                b.iter(|| {
-                                    matmul_on(path, &x, t, &w, &mut y, &mut ws).expect("matmul")
-                                })
+                                if cpu_clock {
+                                    // One pool thread does all the work: time its CPU clock.
+                                    b.iter_custom(|iters| {
+                                        let t0 = thread_cpu_time().expect("thread CPU clock");
+                                        for _ in 0..iters {
+                                            matmul_on(path, &x, t, &w, &mut y, &mut ws)
+                                                .expect("matmul");
+                                        }
+                                        thread_cpu_time().expect("thread CPU clock") - t0
+                                    })
+                                } else {
+                                    b.iter(|| {
+                                        matmul_on(path, &x, t, &w, &mut y, &mut ws).expect("matmul")
+                                    })
+                                }
                             })
                         });
                     }

@@ -1,9 +1,10 @@
 //! Peak int8 dot throughput per path, one thread: the denominator of the GEMM "fraction of
 //! peak" figures. Criterion's element throughput is int ops/s (multiply + add = 2 ops).
+//! `LACUNA_BENCH_CLOCK=cpu` times with the thread's CPU clock (see `benches/gemm.rs`).
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use lacuna_cpu::Path;
-use lacuna_cpu::peak::int8_dot_ops;
+use lacuna_cpu::peak::{int8_dot_ops, thread_cpu_time};
 
 const ITERS: u64 = 1 << 20;
 
@@ -14,7 +15,19 @@ fn peak(c: &mut Criterion) {
     for path in Path::available() {
         let ops = int8_dot_ops(path, ITERS).expect("available");
         g.throughput(Throughput::Elements(ops));
-        g.bench_function(path.name(), |b| b.iter(|| int8_dot_ops(path, ITERS)));
+        if std::env::var("LACUNA_BENCH_CLOCK").as_deref() == Ok("cpu") {
+            g.bench_function(path.name(), |b| {
+                b.iter_custom(|iters| {
+                    let t0 = thread_cpu_time().expect("thread CPU clock");
+                    for _ in 0..iters {
+                        std::hint::black_box(int8_dot_ops(path, ITERS).expect("available"));
+                    }
+                    thread_cpu_time().expect("thread CPU clock") - t0
+                })
+            });
+        } else {
+            g.bench_function(path.name(), |b| b.iter(|| int8_dot_ops(path, ITERS)));
+        }
     }
     g.finish();
 }

@@ -32,6 +32,26 @@ pub fn int8_dot_ops(path: Path, iters: u64) -> Result<u64, Error> {
     }
 }
 
+/// CPU time consumed so far by the calling thread (`CLOCK_THREAD_CPUTIME_ID`): on a
+/// machine shared with other jobs, single-threaded benches timed with it are not inflated by
+/// time the thread spent descheduled. `None` where the clock is unavailable.
+pub fn thread_cpu_time() -> Option<std::time::Duration> {
+    #[cfg(target_os = "linux")]
+    {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_gettime writes one timespec through a valid, exclusive pointer.
+        let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+        (rc == 0).then(|| std::time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        None
+    }
+}
+
 fn scalar(iters: u64) -> u64 {
     let mut acc = [0i32; 12];
     let mut x = std::hint::black_box([3i8; 4]);
@@ -155,3 +175,6 @@ mod x86 {
         iters * 12 * 64 + u64::from(_mm256_extract_epi32::<0>(acc[0]) == 1)
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -28,9 +28,9 @@ pub(crate) struct GenBenchArgs {
     /// under this repository root.
     #[arg(long)]
     save: Option<PathBuf>,
-    /// Machine id (folder name under bench-results/).
-    #[arg(long, default_value = "dev-2c-avx512")]
-    machine_id: String,
+    /// Machine id (folder name under bench-results/, e.g. `xeon-2c-amx`); needed by --save.
+    #[arg(long)]
+    machine_id: Option<String>,
     /// Model id for grouping results (default: the file name without extension).
     #[arg(long)]
     model_id: Option<String>,
@@ -109,6 +109,13 @@ pub(crate) fn run(
     if runs == 0 {
         bail!("--runs must be at least 1");
     }
+    if g.save.is_some() && g.machine_id.is_none() {
+        bail!("--save needs --machine-id (the folder under bench-results/, e.g. xeon-2c-amx)");
+    }
+    let machine_id = g
+        .machine_id
+        .clone()
+        .unwrap_or_else(|| "unspecified".to_string());
     let start = Instant::now();
     let mut engine = Engine::load(model, &EngineOptions { threads })
         .with_context(|| format!("loading {}", model.display()))?;
@@ -187,7 +194,7 @@ pub(crate) fn run(
         "repo_commit": repo_commit(),
         "date": rfc3339(now),
         "machine": {
-            "id": g.machine_id,
+            "id": machine_id,
             "cpu_model": crate::doctor::cpuinfo_value(&cpuinfo, "model name").unwrap_or("unknown"),
             "cores": std::thread::available_parallelism().map_or(1, usize::from),
             "threads": threads,
@@ -233,7 +240,7 @@ pub(crate) fn run(
         }
     }
     if let Some(root) = &g.save {
-        let dir = root.join("bench-results").join(&g.machine_id);
+        let dir = root.join("bench-results").join(&machine_id);
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         let file = dir.join(format!("{model_id}-generate-t{threads}.json"));
         std::fs::write(&file, serde_json::to_string_pretty(&result)? + "\n")

@@ -1,0 +1,122 @@
+#!/usr/bin/env python3
+"""Side-by-side forward-pass benchmark: Lacuna vs llama.cpp on the same GGUF, same canvas
+length, in one session. Writes one `lacuna.bench.v1` file per (engine, build, threads, T)
+into bench-results/<machine-id>/, then the README table comes from `cargo xtask bench-render`.
+
+Usage (from the repository root, release binaries built first):
+    cargo build --release -p lacuna-cli
+    tools/llama-oracle/build-ref.sh; tools/llama-oracle/build-amx.sh     # the oracle builds
+    python3 tools/bench/forward.py --model /tmp/llada8b-4l-q4km.gguf --model-id llada-8b-shape-4l-q4km \
+        --layers 4 --seq-len 160 --threads 1 2 --runs 5 --tag quiet
+
+llama.cpp is run with every thread count given (its best is what the table compares) and
+with each oracle build found (reference AVX-512 build and AMX build). Peak RSS is measured
+per process with wait4. The load average before each run is stored in the notes: compare
+only runs made on a quiet machine.
+"""
+import argparse, datetime, json, os, subprocess, sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LACUNA = os.path.join(ROOT, "target/release/lacuna")
+ORACLES = {
+    "avx512-no-amx": os.path.join(ROOT, "tools/llama-oracle/target/release/llama-oracle"),
+    "amx": os.path.join(ROOT, "tools/llama-oracle/target-amx/release/llama-oracle"),
+}
+SHAPES = {  # model.id prefix -> (arch, d_model, heads, kv_heads, ffn, vocab)
+    "llada-8b": ("llada", 4096, 32, 32, 12288, 126464),
+    "dream-7b": ("dream", 3584, 28, 4, 18944, 152064),
+}
+
+
+def machine(threads):
+    info = open("/proc/cpuinfo").read()
+    model = info.split("model name")[1].split(":", 1)[1].split("\n")[0].strip()
+    flags = set(info.split("\nflags")[1].split(":", 1)[1].split("\n")[0].split())
+    simd = [n for f, n in [("avx2", "avx2"), ("fma", "fma"), ("avx_vnni", "avx-vnni"), ("avx512f", "avx512f"),
+                           ("avx512bw", "avx512bw"), ("avx512vl", "avx512vl"), ("avx512_vnni", "avx512vnni"),
+                           ("avx512_bf16", "avx512bf16"), ("avx512_fp16", "avx512fp16"), ("avx512vbmi", "avx512vbmi"),
+                           ("amx_int8", "amx-int8"), ("amx_bf16", "amx-bf16")] if f in flags]
+    ram = int(open("/proc/meminfo").read().split("MemTotal:")[1].split()[0]) * 1024
+    return dict(cpu_model=model, cores=os.cpu_count(), threads=threads, simd=simd, ram_bytes=ram, gpu=None)
+
+
+def run(cmd):
+    """Runs cmd; returns (stdout, peak RSS in bytes of that process, from wait4)."""
+    import tempfile
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0); err.seek(0)
+        if proc.returncode != 0:
+            sys.exit(f"failed ({proc.returncode}): {' '.join(cmd)}\n{err.read()[-2000:]}")
+        return out.read(), usage.ru_maxrss * 1024
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--model-id", required=True)
+    ap.add_argument("--layers", type=int, required=True)
+    ap.add_argument("--quant", default="Q4_K_M-like: Q4_K + Q6_K (attn_v, ffn_down, output), Q4_K token_embd, F32 norms")
+    ap.add_argument("--seq-len", type=int, nargs="+", default=[160])
+    ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--machine-id", default="xeon-2c-amx")
+    ap.add_argument("--tag", required=True, help="suffix of the result file names")
+    ap.add_argument("--skip-llama", action="store_true")
+    a = ap.parse_args()
+
+    arch, d, h, kv, ffn, vocab = next(v for k, v in SHAPES.items() if a.model_id.startswith(k))
+    model = dict(id=a.model_id, architecture=arch, layers=a.layers, d_model=d, heads=h, kv_heads=kv, ffn=ffn,
+                 vocab=vocab, quant=a.quant, file_bytes=os.path.getsize(a.model), synthetic=True)
+    commit = subprocess.check_output(["git", "-C", ROOT, "rev-parse", "--short=12", "HEAD"], text=True).strip()
+    outdir = os.path.join(ROOT, "bench-results", a.machine_id)
+    os.makedirs(outdir, exist_ok=True)
+
+    jobs = []
+    for t in a.seq_len:
+        for th in a.threads:
+            jobs.append(("lacuna", None, t, th))
+            if not a.skip_llama:
+                for build, exe in ORACLES.items():
+                    if os.path.exists(exe):
+                        jobs.append(("llama.cpp", build, t, th))
+    for engine, build, t, th in jobs:
+        load = open("/proc/loadavg").read().split()[0]
+        date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        if engine == "lacuna":
+            cmd = [LACUNA, "bench", "-m", a.model, "--forward", "--seq-len", str(t), "--threads", str(th),
+                   "--runs", str(a.runs), "--json"]
+        else:
+            cmd = [ORACLES[build], "bench", "--model", a.model, "--seq-len", str(t), "--threads", str(th),
+                   "--runs", str(a.runs), "--json"]
+        out, peak = run(cmd)
+        r = json.loads(out)
+        shown = " ".join(os.path.relpath(c, ROOT) if c.startswith(ROOT) else c for c in cmd)
+        if engine == "lacuna":
+            med, mn, mx = r["ms_per_forward_median"], r["ms_per_forward_min"], r["ms_per_forward_max"]
+            eng = dict(name="lacuna", version="0.1.0", build=r["backend"])
+            p = r.get("parts_ms_mean", {})
+            parts = ", ".join(f"{k} {v:.0f} ms" for k, v in p.items())
+            notes = f"{shown}. Mean split per pass: {parts}. Load average {load} before the run."
+        else:
+            med, mn, mx = r["median"], r["min"], r["max"]
+            eng = dict(name="llama.cpp", version=r["llama_cpp_version"], build=r["build_flavour"])
+            notes = f"{shown} (non-causal, flash attention off, all-position logits). Load average {load} before the run."
+        res = dict(schema="lacuna.bench.v1", engine=eng, repo_commit=commit, date=date,
+                   machine=dict(id=a.machine_id, **machine(th)), model=model,
+                   workload=dict(kind="forward", prompt_tokens=t, gen_tokens=0, steps=None, block_length=None, sampler=None),
+                   figures=dict(runs=a.runs, step_ms=dict(median=med, min=mn, max=mx), forward_tokens_per_s=t / (med / 1000),
+                                generated_tokens_per_s=None, startup_s=None, peak_rss_bytes=peak),
+                   notes=notes)
+        who = "lacuna" if engine == "lacuna" else f"llama-{build}"
+        name = os.path.join(outdir, f"{a.model_id}-T{t}-{who}-t{th}-{a.tag}.json")
+        with open(name, "w") as f:
+            json.dump(res, f, indent=2)
+            f.write("\n")
+        print(f"{engine:9} {build or '':14} T={t:4} threads={th}: median {med:9.1f} ms  (min {mn:.1f}, max {mx:.1f})  load {load}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -36,10 +36,16 @@ pub(crate) struct FixtureArgs {
 pub(crate) fn run(a: FixtureArgs) -> Result<()> {
     let arch = Arch::from_name(&a.arch)?;
     let Some(shape) = Shape::from_name(&a.shape) else {
-        bail!("unknown --shape {:?} (tiny, llada-8b, dream-7b, llada-moe-7b)", a.shape);
+        bail!(
+            "unknown --shape {:?} (tiny, llada-8b, dream-7b, llada-moe-7b)",
+            a.shape
+        );
     };
     let Some(quant) = QuantMix::from_name(&a.quant) else {
-        bail!("unknown --quant {:?} (f32, f16, bf16, q8_0, q4_k_m)", a.quant);
+        bail!(
+            "unknown --quant {:?} (f32, f16, bf16, q8_0, q4_k_m)",
+            a.quant
+        );
     };
     let mut spec = FixtureSpec::new(arch, shape, a.layers, quant);
     spec.tied = a.tied;
@@ -48,6 +54,11 @@ pub(crate) fn run(a: FixtureArgs) -> Result<()> {
     writer
         .write_file(&a.out)
         .with_context(|| format!("writing {}", a.out.display()))?;
-    eprintln!("wrote {} ({arch}, {} layers, {})", a.out.display(), a.layers, quant.name());
+    eprintln!(
+        "wrote {} ({arch}, {} layers, {})",
+        a.out.display(),
+        a.layers,
+        quant.name()
+    );
     Ok(())
 }

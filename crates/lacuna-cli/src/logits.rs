@@ -25,7 +25,8 @@ pub(crate) struct LogitsArgs {
 /// Runs the forward pass and writes the logits.
 pub(crate) fn run(a: LogitsArgs) -> Result<()> {
     crate::bench::init_threads(a.threads)?;
-    let mut model = Model::open(&a.model).with_context(|| format!("loading {}", a.model.display()))?;
+    let mut model =
+        Model::open(&a.model).with_context(|| format!("loading {}", a.model.display()))?;
     let vocab = model.vocab_size();
     let mut logits = vec![0.0f32; a.tokens.len() * vocab];
     model.forward_all(&a.tokens, &mut logits)?;

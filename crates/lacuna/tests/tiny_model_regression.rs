@@ -85,23 +85,28 @@ fn demo_model_greedy_text_matches_committed_samples() {
 fn demo_model_writes_english_and_stops() {
     let model = repo_path("models/lacuna-tiny-kjv.gguf");
     let mut engine = Engine::load(&model, &EngineOptions { threads: Some(2) }).unwrap();
-    let mut r = GenerateRequest::new(Prompt::Text(PROMPTS[1].to_string()));
-    r.gen_length = GEN_LENGTH;
-    r.block_length = Some(BLOCK_LENGTH);
-    r.steps = 64;
-    let o = engine.generate(&r, |_| {}).unwrap();
-    // The corpus' most frequent words appear, and the canvas ends in end tokens.
-    let words: Vec<&str> = o.text.split_whitespace().collect();
+    let mut texts = Vec::new();
+    for prompt in PROMPTS {
+        let mut r = GenerateRequest::new(Prompt::Text(prompt.to_string()));
+        r.gen_length = GEN_LENGTH;
+        r.block_length = Some(BLOCK_LENGTH);
+        r.steps = 64;
+        let o = engine.generate(&r, |_| {}).unwrap();
+        // Every generation ends with an end token (the model learned EOS padding).
+        assert!(
+            o.canvas.iter().any(|t| engine.eos_ids().contains(t)),
+            "no end token after {prompt:?}: {:?}",
+            o.text
+        );
+        texts.push(o.text);
+    }
+    // Some output holds the corpus' frequent words (the model is weak: most greedy outputs
+    // are a few tokens long, see tools/train-tiny/README.md).
+    let common = ["the", "and", "of", "unto", "LORD"];
     assert!(
-        words
+        texts
             .iter()
-            .any(|w| ["the", "and", "of", "unto", "LORD"].contains(w)),
-        "no common KJV word in {:?}",
-        o.text
-    );
-    assert!(
-        o.canvas.iter().any(|t| engine.eos_ids().contains(t)),
-        "the model never emitted an end token: {:?}",
-        o.text
+            .any(|t| t.split_whitespace().any(|w| common.contains(&w))),
+        "no common KJV word in {texts:?}"
     );
 }

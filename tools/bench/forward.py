@@ -65,6 +65,7 @@ def main():
     ap.add_argument("--machine-id", default="xeon-2c-amx")
     ap.add_argument("--tag", required=True, help="suffix of the result file names")
     ap.add_argument("--skip-llama", action="store_true")
+    ap.add_argument("--builds", nargs="+", default=list(ORACLES), help="llama.cpp builds to run")
     a = ap.parse_args()
 
     arch, d, h, kv, ffn, vocab = next(v for k, v in SHAPES.items() if a.model_id.startswith(k))
@@ -80,7 +81,7 @@ def main():
             jobs.append(("lacuna", None, t, th))
             if not a.skip_llama:
                 for build, exe in ORACLES.items():
-                    if os.path.exists(exe):
+                    if build in a.builds and os.path.exists(exe):
                         jobs.append(("llama.cpp", build, t, th))
     for engine, build, t, th in jobs:
         load = open("/proc/loadavg").read().split()[0]

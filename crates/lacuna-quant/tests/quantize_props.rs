@@ -4,31 +4,9 @@
 
 mod common;
 
-use common::{dequant, quant};
+use common::{QUANTIZERS, dequant, quant};
 use lacuna_quant::{BlockQ8_0, BlockQ8K, GgmlType, QuantizeBlock, can_quantize, quantize_blocks};
 use proptest::prelude::*;
-
-const QUANTIZERS: &[GgmlType] = &[
-    GgmlType::F32,
-    GgmlType::F16,
-    GgmlType::BF16,
-    GgmlType::Q4_0,
-    GgmlType::Q4_1,
-    GgmlType::Q5_0,
-    GgmlType::Q5_1,
-    GgmlType::Q8_0,
-    GgmlType::Q8_1,
-    GgmlType::Q2_K,
-    GgmlType::Q3_K,
-    GgmlType::Q4_K,
-    GgmlType::Q5_K,
-    GgmlType::Q6_K,
-    GgmlType::Q8_K,
-    GgmlType::IQ4_NL,
-    GgmlType::IQ4_XS,
-    GgmlType::TQ1_0,
-    GgmlType::TQ2_0,
-];
 
 /// Largest `|x − dequant(quant(x))|` allowed, as a fraction of the block's largest
 /// magnitude (block = 32 elements for the float types). Exact for the simple formats

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{dequant, ggml_array_rmse, ggml_test_data, quant};
+use common::{QUANTIZERS, dequant, ggml_array_rmse, ggml_test_data, quant};
 use lacuna_quant::{GgmlType, vec_dot, vec_dot_type};
 
 const TEST_SIZE: usize = 32 * 128;
@@ -27,31 +27,15 @@ fn max_dot_error(ty: GgmlType) -> f32 {
     }
 }
 
-const QUANTIZED: &[GgmlType] = &[
-    GgmlType::F16,
-    GgmlType::BF16,
-    GgmlType::Q4_0,
-    GgmlType::Q4_1,
-    GgmlType::Q5_0,
-    GgmlType::Q5_1,
-    GgmlType::Q8_0,
-    GgmlType::Q8_1,
-    GgmlType::Q2_K,
-    GgmlType::Q3_K,
-    GgmlType::Q4_K,
-    GgmlType::Q5_K,
-    GgmlType::Q6_K,
-    GgmlType::Q8_K,
-    GgmlType::IQ4_NL,
-    GgmlType::IQ4_XS,
-    GgmlType::TQ1_0,
-    GgmlType::TQ2_0,
-];
+/// The quantized types of ggml's test: every quantizer but the lossless F32 copy.
+fn quantized() -> impl Iterator<Item = GgmlType> {
+    QUANTIZERS.iter().copied().filter(|&ty| ty != GgmlType::F32)
+}
 
 #[test]
 fn total_quantization_error_is_within_ggml_thresholds() {
     let x = ggml_test_data(0.0, TEST_SIZE);
-    for &ty in QUANTIZED {
+    for ty in quantized() {
         let y = dequant(ty, &quant(ty, &x), TEST_SIZE);
         let err = ggml_array_rmse(&x, &y);
         assert!(err < max_quantization_error(ty), "{ty}: total error {err}");
@@ -71,7 +55,7 @@ fn quantized_dot_product_error_is_within_ggml_thresholds() {
         .zip(&y)
         .map(|(&a, &b)| f64::from(a) * f64::from(b))
         .sum();
-    for &ty in QUANTIZED {
+    for ty in quantized() {
         let Some(yt) = vec_dot_type(ty) else { continue };
         let got = vec_dot(ty, TEST_SIZE, &quant(ty, &x), &quant(yt, &y)).unwrap();
         let err = (f64::from(got) - exact).abs() as f32 / TEST_SIZE as f32;

@@ -80,3 +80,27 @@ pub(crate) fn ggml_test_data(offset: f32, n: usize) -> Vec<f32> {
         .map(|i| 0.1 + 2.0 * (i as f32 + offset).cos())
         .collect()
 }
+
+/// Every type with a reference quantizer: the list `can_quantize` is pinned to
+/// (`quantize_props.rs`), shared by the property and round-trip tests.
+pub(crate) const QUANTIZERS: &[GgmlType] = &[
+    GgmlType::F32,
+    GgmlType::F16,
+    GgmlType::BF16,
+    GgmlType::Q4_0,
+    GgmlType::Q4_1,
+    GgmlType::Q5_0,
+    GgmlType::Q5_1,
+    GgmlType::Q8_0,
+    GgmlType::Q8_1,
+    GgmlType::Q2_K,
+    GgmlType::Q3_K,
+    GgmlType::Q4_K,
+    GgmlType::Q5_K,
+    GgmlType::Q6_K,
+    GgmlType::Q8_K,
+    GgmlType::IQ4_NL,
+    GgmlType::IQ4_XS,
+    GgmlType::TQ1_0,
+    GgmlType::TQ2_0,
+];

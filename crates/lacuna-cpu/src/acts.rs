@@ -8,6 +8,9 @@
 
 use rayon::prelude::*;
 
+#[cfg(target_arch = "x86_64")]
+mod q8k_x86;
+
 /// ggml's `nearest_int`: round half to even (exact for |x| < 2^22, always true here).
 fn nearest_int(x: f32) -> i32 {
     x.round_ties_even() as i32
@@ -37,6 +40,19 @@ pub(crate) fn quantize_q8k_block(x: &[f32], q: &mut [u8], sums32: &mut [i16]) ->
         *s = c.iter().map(|&u| i16::from(u) - 128).sum();
     }
     1.0 / iscale
+}
+
+/// [`quantize_q8k_block`] with the fastest implementation this CPU has (all bit-identical).
+fn quantize_q8k(x: &[f32], q: &mut [u8], sums32: &mut [i16]) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512bw")
+    {
+        // SAFETY: the features were just detected; the block sizes are the caller's
+        // (asserted inside).
+        return unsafe { q8k_x86::quantize_q8k_block(x, q, sums32) };
+    }
+    quantize_q8k_block(x, q, sums32)
 }
 
 /// ggml's x86 `quantize_row_q8_0` (the AVX2 variant llama.cpp runs on x86: `id = 127/amax`,
@@ -82,6 +98,11 @@ pub(crate) struct Acts {
     pub(crate) sums: Vec<i16>,
     /// Rounded float activations, `[t][k]` (float weights only).
     pub(crate) f: Vec<f32>,
+    /// The biased quants again, laid out for AMX A tiles: `[k / 256][tpad][256]`, rows from
+    /// `t` to `tpad` set to 128 (zero). Filled by [`Acts::prepare_tiles`] only.
+    pub(crate) tiles: Vec<u8>,
+    /// Token rows of `tiles` (a multiple of the AMX token step), 0 when not prepared.
+    pub(crate) tpad: usize,
 }
 
 impl Acts {
@@ -98,7 +119,7 @@ impl Acts {
                     .zip(self.sums[..t * k / 32].par_chunks_mut(8))
                     .zip(x.par_chunks(256))
                     .with_min_len(64)
-                    .for_each(|(((q, d), s), x)| *d = quantize_q8k_block(x, q, s));
+                    .for_each(|(((q, d), s), x)| *d = quantize_q8k(x, q, s));
             }
             ActKind::Q8_0 => {
                 resize(&mut self.q, t * k);
@@ -128,6 +149,30 @@ impl Acts {
                 }
             }
         }
+    }
+}
+
+impl Acts {
+    /// Lays `q` (prepared for `t` rows of `k`, `k` a multiple of 256) out as AMX A tiles in
+    /// `tiles`, padding the token rows to a multiple of `step`.
+    pub(crate) fn prepare_tiles(&mut self, t: usize, k: usize, step: usize) {
+        const KB: usize = 256;
+        let tpad = t.next_multiple_of(step);
+        resize(&mut self.tiles, tpad * k);
+        let q = &self.q[..t * k];
+        self.tiles[..tpad * k]
+            .par_chunks_mut(tpad * KB)
+            .enumerate()
+            .for_each(|(kb, dst)| {
+                for (row, d) in dst.chunks_exact_mut(KB).enumerate() {
+                    if row < t {
+                        d.copy_from_slice(&q[row * k + kb * KB..][..KB]);
+                    } else {
+                        d.fill(128);
+                    }
+                }
+            });
+        self.tpad = tpad;
     }
 }
 

@@ -75,6 +75,12 @@ pub fn matmul_on(
         return Ok(());
     }
     ws.acts.prepare(w.act_kind(), x, t, k);
+    #[cfg(target_arch = "x86_64")]
+    if let (Path::Amx, Inner::Quant(q)) = (path, &w.inner)
+        && x86::amx::uses_tiles(q.kind, t)
+    {
+        ws.acts.prepare_tiles(t, k, x86::amx::TOKEN_STEP);
+    }
     let out = Out {
         ptr: y.as_mut_ptr(),
         n,

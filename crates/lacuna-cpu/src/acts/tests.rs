@@ -97,3 +97,45 @@ fn float_rounding_modes() {
     a.prepare(ActKind::Float(FloatRound::None), &x, 1, 2);
     assert_eq!(a.f[..2], x);
 }
+
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn q8k_avx512_is_bit_identical_to_scalar() {
+    if !(std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512bw"))
+    {
+        return;
+    }
+    let mut rng = Rng(0x8d);
+    let mut cases: Vec<Vec<f32>> = Vec::new();
+    for scale in [1e-40f32, 1e-6, 1.0, 3e4, 3e38] {
+        for _ in 0..40 {
+            cases.push(row(&mut rng, 256, scale));
+        }
+    }
+    // Ties in magnitude with both signs, exact halves, and non-finite values.
+    let mut tie = row(&mut rng, 256, 1.0);
+    tie[3] = 2.0;
+    tie[9] = -2.0;
+    cases.push(tie.clone());
+    tie[3] = -2.0;
+    tie[9] = 2.0;
+    cases.push(tie.clone());
+    cases.push((0..256).map(|i| (i as f32 - 128.0) * 0.5).collect());
+    for special in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+        let mut c = row(&mut rng, 256, 1.0);
+        c[17] = special;
+        cases.push(c);
+    }
+    cases.push(vec![-0.0; 256]);
+    for x in cases {
+        let (mut qa, mut qb) = ([0u8; 256], [0u8; 256]);
+        let (mut sa, mut sb) = ([0i16; 8], [0i16; 8]);
+        let da = quantize_q8k_block(&x, &mut qa, &mut sa);
+        // SAFETY: features detected above; sizes match.
+        let db = unsafe { q8k_x86::quantize_q8k_block(&x, &mut qb, &mut sb) };
+        assert_eq!(da.to_bits(), db.to_bits(), "{x:?}");
+        assert_eq!(qa, qb, "{x:?}");
+        assert_eq!(sa, sb, "{x:?}");
+    }
+}

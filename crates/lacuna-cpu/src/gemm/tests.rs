@@ -104,7 +104,7 @@ fn ggml_act_bytes(kind: QuantKind, a: &reference::GgmlActs<'_>) -> Vec<u8> {
 
 fn shape() -> impl Strategy<Value = (usize, usize, usize, u64, f32)> {
     (
-        1usize..36,
+        1usize..72,
         1usize..70,
         1usize..4,
         any::<u64>(),

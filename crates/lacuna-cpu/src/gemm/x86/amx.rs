@@ -1,11 +1,28 @@
-//! AMX-INT8 microkernel: `tdpbusd` tiles (16 tokens x 16 weight rows x one sub-block of K)
-//! through inline `asm!`, with the AVX-512 epilogue of [`super::avx512`] (integer sub-scales,
-//! bias correction, the f32 fold), so results are bit-identical to every other path.
+//! AMX-INT8 microkernel for the K-quants (Q4_K, Q5_K, Q6_K).
 //!
-//! Tiles: tmm0/tmm1 = C (i32, one per panel), tmm2 = A (biased u8 activations, `rows =
-//! tokens`, `colsb = sub`), tmm3/tmm4 = B (the packed weights: a panel's `[k/4][16][4]`
-//! layout is exactly AMX's VNNI B layout, 64-byte rows). The kernel asked Linux for tile-data
-//! permission before this path could be selected ([`crate::Path::is_available`]).
+//! The obstacle on AMX is the integer sub-block scale: `isum = sum_s sc_s * dot_s` needs a
+//! separate 32- (or 16-) wide dot per sub-block, and scaling those per tile on the vector
+//! units costs more than the tile multiply itself. So the scale is folded into the weights
+//! instead: `v = sc * q` is exact in i16 (|v| <= 4096 for every K-quant) and splits into two
+//! int8 planes, `v = 64 * hi + lo` with `lo = v & 63` and `hi = v >> 6`. Then
+//! `isum = 64 * (x . hi) + (x . lo)` over the whole 256-element block: two `tdpbusd` chains
+//! of full 64-byte depth and one vector epilogue per block instead of one per sub-block.
+//! The integers are the same as on every other path, and so is the f32 fold
+//! ([`crate::gemm`]), so results stay bit-identical.
+//!
+//! The planes are made on the fly, per panel and block, into an 8 KiB per-thread buffer
+//! (about 12 vector ops per 64 bytes, shared by every token), so the repacked weights keep
+//! their int8 layout and size. Loop order per panel: block, then token pairs of 16-row
+//! tiles. Tiles: tmm0..3 = C (tokens 0-15 / 16-31 x hi / lo), tmm4/5 = A (the two token
+//! tiles, from [`Acts::tiles`]), tmm6/7 = B (hi / lo plane: a panel's `[k/4][16][4]` lines
+//! are exactly AMX's VNNI B layout). Q8_0/Q4_0 (one float scale per 32 weights, no integer
+//! sub-scales) and canvases under [`MIN_TOKENS`] rows run the AVX-512 kernel instead.
+//!
+//! What bounds it (measured on the 2-vCPU Xeon VM this was tuned on): a `tdpbusd` issues
+//! every ~6.5 ns, but a 1 KiB `tileloadd` from L1 costs ~23 ns, and the 2 x 2 tile blocking
+//! (the most reuse 8 tiles allow) needs one load per multiply. The vector work (planes,
+//! fold) is pipelined against the tile unit: while step `i` multiplies, step `i - 1` is
+//! folded and a slice of the next block's planes is built.
 
 use std::arch::asm;
 use std::arch::x86_64::*;
@@ -15,220 +32,379 @@ use crate::blocks::QuantKind;
 use crate::gemm::Out;
 use crate::packed::{PANEL, QuantPacked};
 
-/// Tokens per tile (AMX tiles have at most 16 rows).
-const TT: usize = 16;
+/// Fewer tokens than this: the plane construction is not repaid; use AVX-512 (measured:
+/// at T = 16 AMX ran at half the AVX-512 speed, at T = 32 they tie).
+pub(crate) const MIN_TOKENS: usize = 32;
+/// Tokens per step: two 16-row A tiles.
+pub(crate) const TOKEN_STEP: usize = 32;
+/// Bytes of K per A-tile row (one `tdpbusd` depth).
+pub(crate) const K_STEP: usize = 64;
+/// `v = (hi << SHIFT) + lo`.
+const SHIFT: u32 = 6;
+/// 64-byte weight lines per block of 256 (4 weights of 16 rows each).
+const LINES: usize = 64;
 
-/// The 64-byte tile configuration (`ldtilecfg` operand), palette 1.
+/// Whether the AMX kernel takes this matmul (and so wants [`Acts::tiles`] prepared).
+pub(crate) fn uses_tiles(kind: QuantKind, t: usize) -> bool {
+    matches!(kind, QuantKind::Q4K | QuantKind::Q5K | QuantKind::Q6K) && t >= MIN_TOKENS
+}
+
+/// The 64-byte tile configuration (`ldtilecfg` operand), palette 1: all 8 tiles 16 x 64 B.
 #[repr(C, align(64))]
 struct TileConfig([u8; 64]);
 
 impl TileConfig {
-    fn new(tokens: usize, sub: usize) -> TileConfig {
+    fn new() -> TileConfig {
         let mut c = [0u8; 64];
         c[0] = 1;
-        // (tile, rows, bytes per row)
-        let tiles = [
-            (0, tokens, 64),
-            (1, tokens, 64),
-            (2, tokens, sub),
-            (3, sub / 4, 64),
-            (4, sub / 4, 64),
-        ];
-        for (t, rows, colsb) in tiles {
-            c[16 + 2 * t..18 + 2 * t].copy_from_slice(&(colsb as u16).to_le_bytes());
-            c[48 + t] = rows as u8;
+        for t in 0..8 {
+            c[16 + 2 * t..18 + 2 * t].copy_from_slice(&64u16.to_le_bytes());
+            c[48 + t] = 16;
         }
         TileConfig(c)
     }
 }
 
-thread_local! {
-    /// Per-thread repacked activations of the current token tile (grows, never shrinks).
-    static XBUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+/// The hi/lo planes of one panel-block: `[k step 0..4][line 0..16][64]` each.
+#[repr(C, align(64))]
+#[derive(Clone, Copy)]
+struct Planes {
+    hi: [[u8; 1024]; 4],
+    lo: [[u8; 1024]; 4],
 }
 
-/// 64-byte aligned i32 scratch for one C tile.
+/// The 4 C tiles of one token step, stored: `[token tile * 2 + (0 = hi, 1 = lo)][row][16]`.
 #[repr(C, align(64))]
-struct CBuf([[i32; PANEL]; TT]);
+#[derive(Clone, Copy)]
+struct CTiles([[[i32; PANEL]; 16]; 4]);
+
+/// Per-thread buffers, double-buffered so that the vector units build the next block's
+/// planes and fold the previous token step while the tile unit works on the current one.
+struct Scratch {
+    planes: [Planes; 2],
+    c: [CTiles; 2],
+    /// `[token][16]` accumulators of the current panel.
+    facc: Vec<f32>,
+}
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Box<Scratch>> = std::cell::RefCell::new(Box::new(Scratch {
+        planes: [Planes { hi: [[0; 1024]; 4], lo: [[0; 1024]; 4] }; 2],
+        c: [CTiles([[[0; PANEL]; 16]; 4]); 2],
+        facc: Vec::new(),
+    }));
+}
 
 /// AMX quantized GEMM over panels `p0..p0 + np`.
 ///
 /// # Safety
 /// See [`crate::gemm::QuantKernel`]; needs AMX-INT8 with tile-data permission granted, and
-/// AVX-512 F/BW/VNNI.
+/// AVX-512 F/BW/VNNI. When [`uses_tiles`] holds, `a.tiles` must have been prepared.
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
 pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usize, out: Out) {
-    let sub = w.kind.sub();
-    let mut t0 = 0;
-    while t0 < out.t {
-        let tt = (out.t - t0).min(TT);
-        let cfg = TileConfig::new(tt, sub);
-        // SAFETY: AMX is permitted (contract); the configuration is a valid palette-1 config.
-        unsafe { asm!("ldtilecfg [{0}]", in(reg) cfg.0.as_ptr(), options(nostack, readonly)) };
-        // SAFETY: the caller's contract; tile bounds checked here.
-        unsafe {
-            match (w.kind, np) {
-                (QuantKind::Q4K | QuantKind::Q5K, 2) => {
-                    tile::<2, 32, true, true>(w, a, p0, t0, tt, out)
+    if !uses_tiles(w.kind, out.t) {
+        // SAFETY: same contract; AVX-512 F/BW/VNNI is part of this path.
+        return unsafe { super::avx512::quant_panels(w, a, p0, np, out) };
+    }
+    assert!(
+        a.tpad >= out.t.next_multiple_of(TOKEN_STEP) && a.tiles.len() >= a.tpad * w.k,
+        "AMX activation tiles not prepared"
+    );
+    let cfg = TileConfig::new();
+    // SAFETY: AMX is permitted (contract); the configuration is a valid palette-1 config.
+    unsafe { asm!("ldtilecfg [{0}]", in(reg) cfg.0.as_ptr(), options(nostack, readonly)) };
+    SCRATCH.with_borrow_mut(|s| {
+        if s.facc.len() < out.t * PANEL {
+            s.facc.resize(out.t * PANEL, 0.0);
+        }
+        for p in p0..p0 + np {
+            // SAFETY: tiles configured above; the caller owns panel p.
+            unsafe {
+                match w.kind {
+                    QuantKind::Q6K => panel::<16, false>(w, a, p, out, s),
+                    _ => panel::<32, true>(w, a, p, out, s),
                 }
-                (QuantKind::Q4K | QuantKind::Q5K, _) => {
-                    tile::<1, 32, true, true>(w, a, p0, t0, tt, out)
-                }
-                (QuantKind::Q6K, 2) => tile::<2, 16, true, false>(w, a, p0, t0, tt, out),
-                (QuantKind::Q6K, _) => tile::<1, 16, true, false>(w, a, p0, t0, tt, out),
-                (_, 2) => tile::<2, 32, false, false>(w, a, p0, t0, tt, out),
-                (_, _) => tile::<1, 32, false, false>(w, a, p0, t0, tt, out),
             }
         }
-        t0 += tt;
-    }
+    });
     // SAFETY: releases the tile state this function configured.
     unsafe { asm!("tilerelease", options(nostack, nomem)) };
 }
 
-/// Panels `p0..p0+R` x tokens `t0..t0+tt` over all of K, with tiles configured for `tt`
-/// rows and `SUB`-byte sub-blocks.
+/// One panel over all tokens and all of K, software-pipelined: while the tile unit
+/// multiplies token step `i` of block `b`, the vector units fold step `i - 1` and build a
+/// slice of block `b + 1`'s planes.
 ///
 /// # Safety
-/// AMX configured as above, AVX-512 F/BW/VNNI; `p0 + R <= w.panels`, `t0 + tt <= out.t`.
+/// Tiles configured by [`quant_panels`]; AVX-512 F/BW/VNNI; panel `p` exists and belongs to
+/// the caller; `a.tiles` prepared (checked by the caller); `s.facc` holds `out.t * 16`.
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-unsafe fn tile<const R: usize, const SUB: usize, const SCALES: bool, const MINS: bool>(
+unsafe fn panel<const SUB: usize, const MINS: bool>(
     w: &QuantPacked,
     a: &Acts,
-    p0: usize,
-    t0: usize,
-    tt: usize,
+    p: usize,
     out: Out,
+    s: &mut Scratch,
 ) {
-    let k = w.k;
-    let block = w.kind.block();
-    let nblk = k / block;
-    let nsub = block / SUB;
-    debug_assert!(p0 + R <= w.panels && t0 + tt <= out.t && tt <= TT);
-    assert!(
-        a.q.len() >= (t0 + tt) * k,
-        "activations shorter than the tile"
-    );
-    let qs: [*const i8; R] = std::array::from_fn(|r| w.qs[(p0 + r) * PANEL * k..].as_ptr());
-    // The tile's activations, repacked to [k / SUB][16 tokens][SUB bytes] so each A tile is
-    // one contiguous load (rows `k` bytes apart would alias in L1 and thrash the TLB).
-    XBUF.with_borrow_mut(|buf| {
-        if buf.len() < TT * k {
-            buf.resize(TT * k, 0);
-        }
-        for t in 0..tt {
-            let row = &a.q[(t0 + t) * k..][..k];
-            for (s, chunk) in row.chunks_exact(SUB).enumerate() {
-                buf[(s * TT + t) * SUB..][..SUB].copy_from_slice(chunk);
-            }
-        }
-    });
-    let xq = XBUF.with_borrow(|buf| buf.as_ptr());
-    let mut cbuf: [CBuf; R] = std::array::from_fn(|_| CBuf([[0; PANEL]; TT]));
-    let mut bacc = [[_mm512_setzero_si512(); TT]; R];
-    let mut facc = [[_mm512_setzero_ps(); TT]; R];
+    let nblk = w.k / 256;
+    let steps = out.t.div_ceil(TOKEN_STEP);
+    let lines_per_step = LINES.div_ceil(steps);
+    let Scratch { planes, c, facc } = s;
+    let facc = &mut facc[..out.t * PANEL];
+    facc.fill(0.0);
+    // SAFETY: AVX-512 BW (contract); panel p and block 0 exist.
+    unsafe { planes_lines::<SUB>(w, p, 0, 0..LINES, &mut planes[0]) };
     for b in 0..nblk {
-        for r in 0..R {
-            bacc[r][..tt].fill(_mm512_setzero_si512());
-        }
-        for s in 0..nsub {
-            let k0 = b * block + s * SUB;
-            // SAFETY: A reads tt rows of SUB bytes of this thread's XBUF sub-block k0/SUB
-            // (TT * k bytes, filled above, not resized until this tile is done), B reads
-            // SUB/4 rows of 64 bytes at the panel's line k0/4: in bounds (k0 + SUB <= k). C
-            // tiles are stored to 64-byte aligned buffers of 16 x 64 bytes.
-            unsafe {
-                asm!(
-                    "tilezero tmm0",
-                    "tileloadd tmm2, [{x} + {xs}]",
-                    "tileloadd tmm3, [{w0} + {ws}]",
-                    "tdpbusd tmm0, tmm2, tmm3",
-                    "tilestored [{c0} + {ws}], tmm0",
-                    x = in(reg) xq.add((k0 / SUB) * TT * SUB),
-                    xs = in(reg) SUB,
-                    w0 = in(reg) qs[0].add(k0 * PANEL),
-                    ws = in(reg) 64usize,
-                    c0 = in(reg) cbuf[0].0.as_mut_ptr(),
-                    options(nostack),
-                );
-                if R == 2 {
-                    asm!(
-                        "tilezero tmm1",
-                        "tileloadd tmm4, [{w1} + {ws}]",
-                        "tdpbusd tmm1, tmm2, tmm4",
-                        "tilestored [{c1} + {ws}], tmm1",
-                        w1 = in(reg) qs[R - 1].add(k0 * PANEL),
-                        ws = in(reg) 64usize,
-                        c1 = in(reg) cbuf[R - 1].0.as_mut_ptr(),
-                        options(nostack),
-                    );
-                }
+        let (cur, next) = if b % 2 == 0 {
+            let [x, y] = planes;
+            (&*x, y)
+        } else {
+            let [x, y] = planes;
+            (&*y, x)
+        };
+        // SAFETY: panel p and block b exist.
+        let fold = unsafe { Fold::<MINS>::new(w, p, b) };
+        for i in 0..steps {
+            let t0 = i * TOKEN_STEP;
+            // SAFETY: tiles configured; `a.tiles` covers rows t0..t0 + 32 of block b.
+            unsafe { multiply(a, b, t0, cur, &mut c[i % 2]) };
+            if i > 0 {
+                // SAFETY: `facc` holds out.t rows; the step's rows are < out.t.
+                unsafe { fold.apply(a, t0 - TOKEN_STEP, out.t, &c[(i - 1) % 2], facc) };
             }
-            for r in 0..R {
-                let sc = if SCALES {
-                    let at = (((p0 + r) * nblk + b) * nsub + s) * PANEL;
-                    // SAFETY: `scales` is [panel][k/sub][16]; `at + 16` is in bounds.
-                    unsafe { _mm512_loadu_si512(w.scales[at..at + PANEL].as_ptr().cast()) }
+            if b + 1 < nblk {
+                let l0 = (i * lines_per_step).min(LINES);
+                let l1 = ((i + 1) * lines_per_step).min(LINES);
+                // SAFETY: AVX-512 BW; panel p and block b + 1 exist.
+                unsafe { planes_lines::<SUB>(w, p, b + 1, l0..l1, next) };
+            }
+        }
+        let last = (steps - 1) * TOKEN_STEP;
+        // SAFETY: as above.
+        unsafe { fold.apply(a, last, out.t, &c[(steps - 1) % 2], facc) };
+    }
+    let valid = out.valid(p);
+    let mask: __mmask16 = if valid == PANEL {
+        !0
+    } else {
+        (1u16 << valid) - 1
+    };
+    for t in 0..out.t {
+        // SAFETY: row t exists and panel p is the caller's; masked to `valid` columns.
+        unsafe {
+            let v = _mm512_loadu_ps(facc.as_ptr().add(t * PANEL));
+            _mm512_mask_storeu_ps(out.at(t, p), mask, v);
+        }
+    }
+}
+
+/// Token step `t0..t0 + 32` of block `b` on the tile unit: `C = A . hi` and `C = A . lo` for
+/// both token tiles, stored to `c`.
+///
+/// # Safety
+/// Tiles configured by [`quant_panels`]; rows `t0..t0 + 32 <= a.tpad` of block `b` exist in
+/// `a.tiles` (`[k / 256][tpad][256]`).
+#[inline]
+unsafe fn multiply(a: &Acts, b: usize, t0: usize, pl: &Planes, c: &mut CTiles) {
+    // SAFETY: the A rows are in bounds (contract); the planes are 4 KiB each; the C stores
+    // write the 4 KiB of `c`.
+    unsafe {
+        asm!(
+            "tilezero tmm0",
+            "tilezero tmm1",
+            "tilezero tmm2",
+            "tilezero tmm3",
+            options(nostack, nomem)
+        );
+        let ab = a.tiles.as_ptr().add((b * a.tpad + t0) * 256);
+        for j in 0..4 {
+            let a0 = ab.add(j * K_STEP);
+            asm!(
+                "tileloadd tmm4, [{a0} + {sa}]",
+                "tileloadd tmm5, [{a1} + {sa}]",
+                "tileloadd tmm6, [{bh} + {st}]",
+                "tileloadd tmm7, [{bl} + {st}]",
+                "tdpbusd tmm0, tmm4, tmm6",
+                "tdpbusd tmm1, tmm4, tmm7",
+                "tdpbusd tmm2, tmm5, tmm6",
+                "tdpbusd tmm3, tmm5, tmm7",
+                a0 = in(reg) a0,
+                a1 = in(reg) a0.add(16 * 256),
+                bh = in(reg) pl.hi[j].as_ptr(),
+                bl = in(reg) pl.lo[j].as_ptr(),
+                st = in(reg) K_STEP,
+                sa = in(reg) 256usize,
+                options(nostack, readonly),
+            );
+        }
+        asm!(
+            "tilestored [{c} + {st}], tmm0",
+            "tilestored [{c} + {st} + 1024], tmm1",
+            "tilestored [{c} + {st} + 2048], tmm2",
+            "tilestored [{c} + {st} + 3072], tmm3",
+            c = in(reg) c.0.as_mut_ptr(),
+            st = in(reg) K_STEP,
+            options(nostack),
+        );
+    }
+}
+
+/// The per-block weight constants of the f32 fold of one panel.
+struct Fold<const MINS: bool> {
+    /// Blocks per row, and the block folded.
+    nblk: usize,
+    b: usize,
+    corr: __m512i,
+    d: __m512,
+    dmin: __m512,
+    mins: [__m512i; 4],
+}
+
+impl<const MINS: bool> Fold<MINS> {
+    /// # Safety
+    /// AVX-512 F; panel `p` and block `b` of `w` exist.
+    #[target_feature(enable = "avx512f")]
+    unsafe fn new(w: &QuantPacked, p: usize, b: usize) -> Self {
+        let pb = (p * (w.k / 256) + b) * PANEL;
+        // SAFETY: `corr`, `d` (and `dmin`, `mins` when MINS) are [panel][block][16...];
+        // `pb + 16` (`8 * (pb + 16)` for mins) is in bounds.
+        unsafe {
+            let mins: [__m512i; 4] = if MINS {
+                let mp = w.mins[pb * 8..pb * 8 + 8 * PANEL].as_ptr();
+                std::array::from_fn(|q| _mm512_loadu_si512(mp.add(q * 2 * PANEL).cast()))
+            } else {
+                [_mm512_setzero_si512(); 4]
+            };
+            Fold {
+                nblk: w.k / 256,
+                b,
+                corr: _mm512_loadu_si512(w.corr[pb..pb + PANEL].as_ptr().cast()),
+                d: _mm512_loadu_ps(w.d[pb..pb + PANEL].as_ptr()),
+                dmin: if MINS {
+                    _mm512_loadu_ps(w.dmin[pb..pb + PANEL].as_ptr())
                 } else {
-                    _mm512_set1_epi32(1)
-                };
-                for t in 0..tt {
-                    // SAFETY: row t of the C buffer is 16 i32.
-                    let d = unsafe { _mm512_loadu_si512(cbuf[r].0[t].as_ptr().cast()) };
-                    bacc[r][t] = if SCALES {
-                        _mm512_add_epi32(bacc[r][t], _mm512_mullo_epi32(d, sc))
-                    } else {
-                        d
-                    };
-                }
-            }
-        }
-        for r in 0..R {
-            let pb = ((p0 + r) * nblk + b) * PANEL;
-            // SAFETY: `corr`, `d` (and `dmin`, `mins` when MINS) are [panel][block][16...].
-            unsafe {
-                let corr = _mm512_loadu_si512(w.corr[pb..pb + PANEL].as_ptr().cast());
-                let dv = _mm512_loadu_ps(w.d[pb..pb + PANEL].as_ptr());
-                for t in 0..tt {
-                    let xd = _mm512_set1_ps(a.d[(t0 + t) * nblk + b]);
-                    let isum = _mm512_sub_epi32(bacc[r][t], corr);
-                    let dd = _mm512_mul_ps(dv, xd);
-                    facc[r][t] =
-                        _mm512_add_ps(facc[r][t], _mm512_mul_ps(dd, _mm512_cvtepi32_ps(isum)));
-                }
-                if MINS {
-                    let dmv = _mm512_loadu_ps(w.dmin[pb..pb + PANEL].as_ptr());
-                    let mp = w.mins[pb * 8..pb * 8 + 8 * PANEL].as_ptr();
-                    let m: [__m512i; 4] =
-                        std::array::from_fn(|q| _mm512_loadu_si512(mp.add(q * 2 * PANEL).cast()));
-                    for t in 0..tt {
-                        let xs = a.sums[((t0 + t) * nblk + b) * 8..][..8]
-                            .as_ptr()
-                            .cast::<i32>();
-                        let mut msum = _mm512_setzero_si512();
-                        for (q, mq) in m.iter().enumerate() {
-                            let pair = _mm512_set1_epi32(xs.add(q).read_unaligned());
-                            msum = _mm512_dpwssd_epi32(msum, *mq, pair);
-                        }
-                        let xd = _mm512_set1_ps(a.d[(t0 + t) * nblk + b]);
-                        let dm = _mm512_mul_ps(dmv, xd);
-                        facc[r][t] =
-                            _mm512_sub_ps(facc[r][t], _mm512_mul_ps(dm, _mm512_cvtepi32_ps(msum)));
-                    }
-                }
+                    _mm512_setzero_ps()
+                },
+                mins,
             }
         }
     }
-    for r in 0..R {
-        let valid = out.valid(p0 + r);
-        let mask: __mmask16 = if valid == PANEL {
-            !0
-        } else {
-            (1u16 << valid) - 1
-        };
-        for t in 0..tt {
-            // SAFETY: row t0 + t exists and panel p0 + r is this task's; masked to `valid`.
-            unsafe { _mm512_mask_storeu_ps(out.at(t0 + t, p0 + r), mask, facc[r][t]) };
+
+    /// Folds the C tiles of token step `t0` of the block into `facc` (rows below `t`), in
+    /// [`crate::gemm`]'s order: `isum = 64 * hi + lo - corr`, `acc + (d * dx) * isum`, then
+    /// `- (dmin * dx) * msum`.
+    ///
+    /// # Safety
+    /// AVX-512 F/VNNI; `facc` holds `t` rows of 16; `a` prepared for this matmul.
+    #[target_feature(enable = "avx512f,avx512vnni")]
+    unsafe fn apply(&self, a: &Acts, t0: usize, t: usize, c: &CTiles, facc: &mut [f32]) {
+        assert!(facc.len() >= t * PANEL);
+        let (nblk, b) = (self.nblk, self.b);
+        // The next step's activations (8 KiB, contiguous) into L1 ahead of the tile loads.
+        let next = a
+            .tiles
+            .as_ptr()
+            .wrapping_add((b * a.tpad + t0 + 2 * TOKEN_STEP) * 256);
+        for line in 0..TOKEN_STEP * 4 {
+            _mm_prefetch::<_MM_HINT_T0>(next.wrapping_add(line * 64).cast());
+        }
+        for i in 0..(t - t0).min(TOKEN_STEP) {
+            let tt = t0 + i;
+            let (tile, row) = (i / 16, i % 16);
+            let xd = _mm512_set1_ps(a.d[tt * nblk + b]);
+            // SAFETY: C rows are 16 i32; `facc` row tt is 16 f32 (tt < t, asserted size).
+            unsafe {
+                let hi = _mm512_loadu_si512(c.0[2 * tile][row].as_ptr().cast());
+                let lo = _mm512_loadu_si512(c.0[2 * tile + 1][row].as_ptr().cast());
+                let isum = _mm512_sub_epi32(
+                    _mm512_add_epi32(_mm512_slli_epi32::<SHIFT>(hi), lo),
+                    self.corr,
+                );
+                let fp = facc.as_mut_ptr().add(tt * PANEL);
+                let mut f = _mm512_loadu_ps(fp);
+                f = _mm512_add_ps(
+                    f,
+                    _mm512_mul_ps(_mm512_mul_ps(self.d, xd), _mm512_cvtepi32_ps(isum)),
+                );
+                if MINS {
+                    let xs = a.sums[(tt * nblk + b) * 8..][..8].as_ptr().cast::<i32>();
+                    let mut msum = _mm512_setzero_si512();
+                    for (q, mq) in self.mins.iter().enumerate() {
+                        let pair = _mm512_set1_epi32(xs.add(q).read_unaligned());
+                        msum = _mm512_dpwssd_epi32(msum, *mq, pair);
+                    }
+                    f = _mm512_sub_ps(
+                        f,
+                        _mm512_mul_ps(_mm512_mul_ps(self.dmin, xd), _mm512_cvtepi32_ps(msum)),
+                    );
+                }
+                _mm512_storeu_ps(fp, f);
+            }
+        }
+    }
+}
+
+/// Lines `range` of the hi/lo planes of panel `p`, block `b`: for each weight
+/// `v = sc * q`, `hi = v >> 6` and `lo = v & 63` as bytes, in the packed `[line][16 rows][4]`
+/// order.
+///
+/// Each 64-byte line is split into its even and odd bytes as i16 (sign-extended), both
+/// multiplied by one vector of row scales (i16 lane `m` holds bytes `2m, 2m + 1`, both of
+/// row `m / 2`), and the two products are recombined bytewise.
+///
+/// # Safety
+/// AVX-512 F/BW; panel `p` and block `b` of `w` exist and `w` is a K-quant with scales;
+/// `range` within `0..64`.
+#[target_feature(enable = "avx512f,avx512bw")]
+unsafe fn planes_lines<const SUB: usize>(
+    w: &QuantPacked,
+    p: usize,
+    b: usize,
+    range: std::ops::Range<usize>,
+    out: &mut Planes,
+) {
+    let k = w.k;
+    let nblk = k / 256;
+    let nsub = 256 / SUB;
+    let lines_per_sub = SUB / 4;
+    // i16 lane m <- the low half of i32 lane m / 2.
+    let idx = _mm512_set_epi16(
+        30, 30, 28, 28, 26, 26, 24, 24, 22, 22, 20, 20, 18, 18, 16, 16, 14, 14, 12, 12, 10, 10, 8,
+        8, 6, 6, 4, 4, 2, 2, 0, 0,
+    );
+    let odd: __mmask64 = 0xAAAA_AAAA_AAAA_AAAA;
+    let low6 = _mm512_set1_epi8(63);
+    let src = w.qs[(p * PANEL * k + b * 256 * PANEL)..][..256 * PANEL].as_ptr();
+    let scales = &w.scales[(p * nblk + b) * nsub * PANEL..][..nsub * PANEL];
+    let mut scv = _mm512_setzero_si512();
+    let first = range.start;
+    for l in range {
+        if l == first || l % lines_per_sub == 0 {
+            let sc = &scales[(l / lines_per_sub) * PANEL..][..PANEL];
+            // SAFETY: 16 i32 in bounds.
+            let sc = unsafe { _mm512_loadu_si512(sc.as_ptr().cast()) };
+            scv = _mm512_permutexvar_epi16(idx, sc);
+        }
+        // SAFETY: line l of this panel-block is 64 bytes inside `src` (256 * 16 bytes).
+        let line = unsafe { _mm512_loadu_si512(src.add(l * 64).cast()) };
+        // The next block of this panel is the next 4 KiB page, where the hardware
+        // prefetcher does not follow: fetch it now, a whole block ahead of its use. (A
+        // prefetch never faults, so running past the last block is harmless.)
+        _mm_prefetch::<_MM_HINT_T0>(src.wrapping_add(256 * PANEL + l * 64).cast());
+        let ve = _mm512_srai_epi16::<8>(_mm512_slli_epi16::<8>(line));
+        let vo = _mm512_srai_epi16::<8>(line);
+        let pe = _mm512_mullo_epi16(ve, scv);
+        let po = _mm512_mullo_epi16(vo, scv);
+        let both = _mm512_mask_blend_epi8(odd, pe, _mm512_slli_epi16::<8>(po));
+        let l6 = _mm512_and_si512(both, low6);
+        let he = _mm512_srai_epi16::<{ SHIFT }>(pe);
+        let ho = _mm512_slli_epi16::<8>(_mm512_srai_epi16::<{ SHIFT }>(po));
+        let h6 = _mm512_mask_blend_epi8(odd, he, ho);
+        let (j, r) = (l / 16, l % 16);
+        // SAFETY: each plane is 4 x 1024 bytes; line r of step j is 64 bytes inside.
+        unsafe {
+            _mm512_storeu_si512(out.hi[j][r * 64..].as_mut_ptr().cast(), h6);
+            _mm512_storeu_si512(out.lo[j][r * 64..].as_mut_ptr().cast(), l6);
         }
     }
 }

@@ -1,0 +1,66 @@
+//! Dev probe: best-of-N GEMM timing (thread CPU clock). Not a benchmark of record.
+use lacuna_cpu::peak::thread_cpu_time;
+use lacuna_cpu::{PackedWeight, Path, Workspace, matmul_on};
+use lacuna_quant::GgmlType;
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let path = Path::from_name(&args[1]).unwrap();
+    let ty = *GgmlType::ALL
+        .iter()
+        .find(|t| t.name().eq_ignore_ascii_case(&args[2]))
+        .unwrap();
+    let n: usize = args[3].parse().unwrap();
+    let k: usize = args[4].parse().unwrap();
+    let t: usize = args[5].parse().unwrap();
+    let iters: usize = args.get(6).map_or(30, |s| s.parse().unwrap());
+    let mut s = 0x9e37_79b9_7f4a_7c15u64;
+    let row = ty.row_bytes(k as u64).unwrap() as usize;
+    let mut bytes: Vec<u8> = (0..n * row)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s as u8
+        })
+        .collect();
+    let small = half::f16::from_f32(0.01).to_le_bytes();
+    let offs: &[usize] = match ty {
+        GgmlType::Q4_K | GgmlType::Q5_K => &[0, 2],
+        GgmlType::Q6_K => &[208],
+        _ => &[0],
+    };
+    for b in bytes.chunks_exact_mut(ty.type_size()) {
+        for &o in offs {
+            b[o..o + 2].copy_from_slice(&small);
+        }
+    }
+    let w = PackedWeight::new(ty, n, k, &bytes).unwrap();
+    let x: Vec<f32> = (0..t * k)
+        .map(|i| ((i * 7919) % 2001) as f32 / 1000.0 - 1.0)
+        .collect();
+    let mut y = vec![0.0f32; t * n];
+    let mut ws = Workspace::new();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    let mut times: Vec<f64> = pool.install(|| {
+        (0..iters)
+            .map(|_| {
+                let t0 = thread_cpu_time().unwrap();
+                matmul_on(path, &x, t, &w, &mut y, &mut ws).unwrap();
+                (thread_cpu_time().unwrap() - t0).as_secs_f64()
+            })
+            .collect()
+    });
+    times.sort_by(f64::total_cmp);
+    let ops = 2.0 * (t * n * k) as f64 / 1e9;
+    println!(
+        "{} {} {n}x{k} T{t}: best {:.1} GOP/s  median {:.1} GOP/s",
+        path.name(),
+        ty.name(),
+        ops / times[0],
+        ops / times[iters / 2]
+    );
+}

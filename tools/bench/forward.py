@@ -62,6 +62,10 @@ def main():
     ap.add_argument("--seq-len", type=int, nargs="+", default=[160])
     ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="repeat the whole job list this many times, interleaved, and pool the "
+                         "results (median of the rounds' medians): on a machine with noisy "
+                         "neighbours every engine then sees the same noise")
     ap.add_argument("--machine-id", default="xeon-2c-amx")
     ap.add_argument("--tag", required=True, help="suffix of the result file names")
     ap.add_argument("--skip-llama", action="store_true")
@@ -83,40 +87,63 @@ def main():
                 for build, exe in ORACLES.items():
                     if build in a.builds and os.path.exists(exe):
                         jobs.append(("llama.cpp", build, t, th))
-    for engine, build, t, th in jobs:
-        load = open("/proc/loadavg").read().split()[0]
-        date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-        if engine == "lacuna":
-            cmd = [LACUNA, "bench", "-m", a.model, "--forward", "--seq-len", str(t), "--threads", str(th),
-                   "--runs", str(a.runs), "--json"]
-        else:
-            cmd = [ORACLES[build], "bench", "--model", a.model, "--seq-len", str(t), "--threads", str(th),
-                   "--runs", str(a.runs), "--json"]
-        out, peak = run(cmd)
-        r = json.loads(out)
-        shown = " ".join(os.path.relpath(c, ROOT) if c.startswith(ROOT) else c for c in cmd)
-        if engine == "lacuna":
-            med, mn, mx = r["ms_per_forward_median"], r["ms_per_forward_min"], r["ms_per_forward_max"]
-            eng = dict(name="lacuna", version="0.1.0", build=r["backend"])
-            p = r.get("parts_ms_mean", {})
-            parts = ", ".join(f"{k} {v:.0f} ms" for k, v in p.items())
-            notes = f"{shown}. Mean split per pass: {parts}. Load average {load} before the run."
-        else:
-            med, mn, mx = r["median"], r["min"], r["max"]
-            eng = dict(name="llama.cpp", version=r["llama_cpp_version"], build=r["build_flavour"])
-            notes = f"{shown} (non-causal, flash attention off, all-position logits). Load average {load} before the run."
-        res = dict(schema="lacuna.bench.v1", engine=eng, repo_commit=commit, date=date,
+    pooled = {}
+    for rnd in range(a.rounds):
+        for job in jobs:
+            pooled.setdefault(job, []).append(measure(a, *job))
+            engine, build, t, th = job
+            med = pooled[job][-1]["med"]
+            print(f"round {rnd + 1}/{a.rounds} {engine:9} {build or '':14} T={t:4} threads={th}: median {med:9.1f} ms", flush=True)
+    for job, rs in pooled.items():
+        engine, build, t, th = job
+        meds = sorted(r["med"] for r in rs)
+        med = meds[len(meds) // 2] if len(meds) % 2 else (meds[len(meds) // 2 - 1] + meds[len(meds) // 2]) / 2
+        mn, mx = min(r["min"] for r in rs), max(r["max"] for r in rs)
+        r0 = rs[0]
+        loads = ", ".join(r["load"] for r in rs)
+        notes = r0["notes"] + f" Load average before each run: {loads}."
+        if a.rounds > 1:
+            notes += (f" {a.rounds} interleaved rounds of {a.runs} runs; median of the round medians "
+                      f"({', '.join(f'{m:.0f}' for m in meds)} ms).")
+        res = dict(schema="lacuna.bench.v1", engine=r0["eng"], repo_commit=commit, date=r0["date"],
                    machine=dict(id=a.machine_id, **machine(th)), model=model,
                    workload=dict(kind="forward", prompt_tokens=t, gen_tokens=0, steps=None, block_length=None, sampler=None),
-                   figures=dict(runs=a.runs, step_ms=dict(median=med, min=mn, max=mx), forward_tokens_per_s=t / (med / 1000),
-                                generated_tokens_per_s=None, startup_s=None, peak_rss_bytes=peak),
+                   figures=dict(runs=a.runs * a.rounds, step_ms=dict(median=med, min=mn, max=mx),
+                                forward_tokens_per_s=t / (med / 1000), generated_tokens_per_s=None, startup_s=None,
+                                peak_rss_bytes=max(r["peak"] for r in rs)),
                    notes=notes)
         who = "lacuna" if engine == "lacuna" else f"llama-{build}"
         name = os.path.join(outdir, f"{a.model_id}-T{t}-{who}-t{th}-{a.tag}.json")
         with open(name, "w") as f:
             json.dump(res, f, indent=2)
             f.write("\n")
-        print(f"{engine:9} {build or '':14} T={t:4} threads={th}: median {med:9.1f} ms  (min {mn:.1f}, max {mx:.1f})  load {load}", flush=True)
+        print(f"{engine:9} {build or '':14} T={t:4} threads={th}: median {med:9.1f} ms  (min {mn:.1f}, max {mx:.1f})", flush=True)
+
+
+def measure(a, engine, build, t, th):
+    """One run of one engine: its median/min/max step time, peak RSS and the notes."""
+    load = open("/proc/loadavg").read().split()[0]
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    if engine == "lacuna":
+        cmd = [LACUNA, "bench", "-m", a.model, "--forward", "--seq-len", str(t), "--threads", str(th),
+               "--runs", str(a.runs), "--json"]
+    else:
+        cmd = [ORACLES[build], "bench", "--model", a.model, "--seq-len", str(t), "--threads", str(th),
+               "--runs", str(a.runs), "--json"]
+    out, peak = run(cmd)
+    r = json.loads(out)
+    shown = " ".join(os.path.relpath(c, ROOT) if c.startswith(ROOT) else c for c in cmd)
+    if engine == "lacuna":
+        med, mn, mx = r["ms_per_forward_median"], r["ms_per_forward_min"], r["ms_per_forward_max"]
+        eng = dict(name="lacuna", version="0.1.0", build=r["backend"])
+        p = r.get("parts_ms_mean", {})
+        parts = ", ".join(f"{k} {v:.0f} ms" for k, v in p.items())
+        notes = f"{shown}. Mean split per pass (first round): {parts}."
+    else:
+        med, mn, mx = r["median"], r["min"], r["max"]
+        eng = dict(name="llama.cpp", version=r["llama_cpp_version"], build=r["build_flavour"])
+        notes = f"{shown} (non-causal, flash attention off, all-position logits)."
+    return dict(med=med, min=mn, max=mx, peak=peak, eng=eng, notes=notes, load=load, date=date)
 
 
 if __name__ == "__main__":

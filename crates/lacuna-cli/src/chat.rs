@@ -31,7 +31,7 @@ pub(crate) fn run(a: ChatArgs) -> Result<()> {
         bail!("the model has no chat template (tokenizer.chat_template); use `lacuna run --raw`");
     }
     if a.model.demo {
-        eprintln!("demo model: RANDOM weights, its answers are noise");
+        eprintln!("demo model: a tiny LLaDA trained on the King James Bible; it answers in verses");
     }
     let interactive = std::io::stdin().is_terminal();
     if interactive {

@@ -19,8 +19,9 @@ pub(crate) struct ModelArgs {
     /// GGUF model file.
     #[arg(short = 'm', long, required_unless_present = "demo")]
     pub(crate) model: Option<PathBuf>,
-    /// Use the built-in demo model (a small LLaDA-shaped network with RANDOM weights, built in
-    /// memory): shows the whole pipeline with no download; its text is noise.
+    /// Use the built-in demo model: a 4-layer LLaDA (5.5 M parameters) trained on the King
+    /// James Bible, shipped inside the binary. It writes KJV-style English and knows nothing
+    /// else; try `--raw -p "And God said,"`.
     #[arg(long, conflicts_with = "model")]
     pub(crate) demo: bool,
     /// Worker threads (default: one per logical core).
@@ -216,7 +217,7 @@ pub(crate) fn json_output(engine: &Engine, demo: bool, out: &Output) -> serde_js
     serde_json::json!({
         "model": engine.name(),
         "architecture": engine.arch().name(),
-        "random_weights": demo,
+        "demo_model": demo,
         "threads": engine.threads(),
         "prompt_tokens": out.prompt_tokens,
         "tokens": out.tokens,
@@ -242,8 +243,8 @@ pub(crate) fn run(a: RunArgs) -> Result<()> {
     let mut engine = a.model.load().context("loading the model")?;
     if a.model.demo {
         eprintln!(
-            "demo model: a {}-layer LLaDA-shaped network with RANDOM weights built in memory; \
-             the text below is noise, not a model's answer",
+            "demo model: a {}-layer LLaDA (5.5 M parameters) trained on the King James Bible; \
+             it writes KJV-style English and knows nothing else",
             lacuna::DEMO_LAYERS
         );
     }

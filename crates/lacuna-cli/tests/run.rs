@@ -78,7 +78,7 @@ fn bad_settings_are_clear_errors() {
                 "--steps",
                 "5000",
             ],
-            &["exceeds the model's context length 4096"],
+            &["exceeds the model's context length 256"],
         ),
     ];
     for (extra, needles) in cases {
@@ -99,19 +99,21 @@ fn demo_json_has_tokens_text_and_timings() {
     let o = lacuna(&args);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(
-        stderr(&o).contains("RANDOM weights"),
-        "the demo says so plainly"
+        stderr(&o).contains("King James Bible"),
+        "the demo says what it is"
     );
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["architecture"], "llada");
-    assert_eq!(v["random_weights"], true);
-    assert_eq!(v["steps"], 4);
+    assert_eq!(v["demo_model"], true);
+    // A real model may settle an end token early: the run then stops before step 4.
+    let steps = v["steps"].as_u64().unwrap() as usize;
+    assert!((1..=4).contains(&steps), "{v}");
     let tokens = v["tokens"].as_array().unwrap();
     assert!(tokens.len() <= 16);
     assert!(v["text"].is_string());
     assert!(!v["prompt_tokens"].as_array().unwrap().is_empty());
     let t = &v["timings"];
-    assert_eq!(t["step_ms"].as_array().unwrap().len(), 4);
+    assert_eq!(t["step_ms"].as_array().unwrap().len(), steps);
     for key in [
         "load_s",
         "prepare_s",
@@ -130,11 +132,14 @@ fn visual_draws_a_frame_per_step() {
     let o = lacuna(&args);
     assert!(o.status.success(), "{}", stderr(&o));
     let err = stderr(&o);
-    for step in 1..=4 {
+    // One frame per step run (the demo model may settle an end token and stop early).
+    let frames = err.matches("/4  block").count();
+    assert!((1..=4).contains(&frames), "{err}");
+    for step in 1..=frames {
         assert!(err.contains(&format!("step {step}/4  block")), "{err}");
     }
-    assert!(err.contains("masks left 0/16"), "{err}");
     assert!(err.contains("masks left 12/16"), "{err}");
+    assert!(err.contains(&format!("{frames} steps in")), "{err}");
 }
 
 #[test]
@@ -155,7 +160,7 @@ fn chat_answers_each_line_until_exit() {
         .unwrap();
     let o = child.wait_with_output().unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stderr(&o).contains("RANDOM weights"));
+    assert!(stderr(&o).contains("King James Bible"));
 }
 
 #[test]

@@ -21,15 +21,15 @@
 //! # Ok::<(), lacuna::Error>(())
 //! ```
 //!
-//! [`Engine::demo`] builds a small random-weight model in memory, so the pipeline runs
-//! without a model file (its text is noise).
+//! [`Engine::demo`] loads the demo model built into the library (a tiny LLaDA trained on the
+//! King James Bible), so the pipeline runs without a model file.
 
 mod demo;
 mod engine;
 mod error;
 mod request;
 
-pub use demo::{DEMO_CHAT_TEMPLATE, DEMO_LAYERS, demo_gguf_bytes};
+pub use demo::{DEMO_GGUF, DEMO_LAYERS, DEMO_PROMPT};
 pub use engine::{Engine, EngineOptions};
 pub use error::{Error, Result};
 pub use request::{GenerateRequest, Output, Prompt, Timings, median};

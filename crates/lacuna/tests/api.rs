@@ -116,13 +116,19 @@ fn chat_prompt_goes_through_the_template() {
         1,
         "no double BOS"
     );
-    let text = engine.tokenizer().decode(&ids).unwrap();
+    // The turn markers are control tokens: parsed as such (not spelled out), and shown by
+    // llama.cpp's detokenizer only when asked to unparse specials.
+    let text = engine.tokenizer().detokenize(&ids, false, true).unwrap();
     assert_eq!(
-        text,
-        "<|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|>\
+        String::from_utf8(text).unwrap(),
+        "<|startoftext|><|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|>\
          <|start_header_id|>assistant<|end_header_id|>\n\nyo<|eot_id|>\
          <|start_header_id|>user<|end_header_id|>\n\nagain<|eot_id|>\
          <|start_header_id|>assistant<|end_header_id|>\n\n"
+    );
+    assert_eq!(
+        engine.tokenizer().decode(&ids).unwrap(),
+        "user\n\nhiassistant\n\nyouser\n\nagainassistant\n\n"
     );
     assert!(matches!(
         engine.prompt_tokens(&Prompt::Chat(vec![])),

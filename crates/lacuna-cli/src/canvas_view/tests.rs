@@ -1,9 +1,16 @@
+use lacuna::gguf::GgufFile;
+use lacuna::models::Arch;
+use lacuna::models::fixture::{self, FixtureSpec, QuantMix, Shape};
 use lacuna::{Engine, EngineOptions, StepView};
 
 use super::{MASK_GLYPH, Style, render_frame};
 
+/// An engine over the tiny random fixture, whose byte-level vocabulary maps id `b` to byte
+/// `b`, so the canvases below can be written as bytes.
 fn demo() -> Engine {
-    Engine::demo(&EngineOptions { threads: Some(1) }).unwrap()
+    let spec = FixtureSpec::new(Arch::Llada, Shape::Tiny, 1, QuantMix::F32);
+    let file = GgufFile::from_vec(fixture::build(&spec).unwrap().to_vec().unwrap()).unwrap();
+    Engine::from_gguf(file, &EngineOptions { threads: Some(1) }).unwrap()
 }
 
 #[test]

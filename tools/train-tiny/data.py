@@ -9,6 +9,12 @@ Two kinds of sequence, both LLaDA's:
   response (with its EOT and the padding) may be masked, the prompt never is.
 EOS padding is what lets generation stop: the model learns to fill the rest of the canvas
 with EOS once the passage is done.
+
+A third kind, `packed` (LLaDA's actual pretraining layout: documents concatenated, EOS only
+between them), fills the whole sequence with text: BOS, consecutive verses from a random
+start (EOS where a book ends), cut at the sequence length. Trained on padded text only, the
+model learns that EOS is likely anywhere past the first few words of a short canvas (it
+cannot tell where a passage ends), and low-confidence remasking then commits EOS first.
 """
 import json
 
@@ -72,6 +78,25 @@ class Corpus:
         eligible = [0] + [1] * (length - 1)
         return seq, eligible
 
+    def packed(self, rng, length):
+        i = self.starts[rng.integers(len(self.starts))]
+        seq = [self.bos] + list(self.verses[i]["ids"])
+        j = i + 1
+        while len(seq) < length and j < len(self.verses):
+            v = self.verses[j]
+            if v["split"] == self.split:
+                if v["book"] != self.verses[i]["book"]:
+                    seq.append(self.eos)
+                    seq += v["ids"]
+                else:
+                    seq += v["ids_sp"]
+                i = j
+            j += 1
+        seq = seq[:length]
+        seq += [self.eos] * (length - len(seq))
+        eligible = [0] + [1] * (length - 1)
+        return seq, eligible
+
     def chat(self, rng, length, user_ids, asst_ids, nl_ids):
         for _ in range(100):
             i = self.starts[rng.integers(len(self.starts))]
@@ -92,11 +117,15 @@ class Corpus:
         return self.plain(rng, length)
 
 
-def batch(corpus, rng, n, length, chat_frac, chat_ids):
+def batch(corpus, rng, n, length, chat_frac, chat_ids, packed_frac=0.0):
+    """`n` sequences: chat with probability `chat_frac`, else packed text with probability
+    `packed_frac`, else padded text."""
     seqs, elig = [], []
     for _ in range(n):
         if rng.random() < chat_frac:
             s, e = corpus.chat(rng, length, *chat_ids)
+        elif rng.random() < packed_frac:
+            s, e = corpus.packed(rng, length)
         else:
             s, e = corpus.plain(rng, length)
         seqs.append(s)

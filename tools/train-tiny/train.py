@@ -43,6 +43,9 @@ def parse():
     p.add_argument("--decay-frac", type=float, default=0.2)
     p.add_argument("--chat-frac", type=float, default=0.2)
     p.add_argument("--short-frac", type=float, default=0.15)
+    p.add_argument("--packed-frac", type=float, default=0.0,
+                   help="share of non-chat sequences in the packed layout (see data.py)")
+    p.add_argument("--init", help="start from this checkpoint's weights (fresh optimiser, step 0)")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--ckpt-minutes", type=float, default=3.0)
     p.add_argument("--eval-every", type=int, default=250)
@@ -155,6 +158,9 @@ def main():
                             lr=a.lr, betas=(0.9, 0.95), eps=1e-8)
     ckpt = os.path.join(a.out, "ckpt.pt")
     step, spent, rng, gen = 0, 0.0, np.random.default_rng(a.seed), torch.Generator().manual_seed(a.seed)
+    if a.init and not os.path.exists(ckpt):
+        model.load_state_dict(torch.load(a.init, weights_only=False)["model"])
+        print(f"initialised from {a.init}", flush=True)
     if os.path.exists(ckpt):
         st = torch.load(ckpt, weights_only=False)
         model.load_state_dict(st["model"])
@@ -189,7 +195,7 @@ def main():
 
     while progress() < 1.0:
         length = a.seq if rng.random() >= a.short_frac else int(rng.integers(24, a.seq))
-        ids, elig = batch(train, rng, a.batch, length, a.chat_frac, chat_ids)
+        ids, elig = batch(train, rng, a.batch, length, a.chat_frac, chat_ids, a.packed_frac)
         for g in opt.param_groups:
             g["lr"] = lr_at(step, progress(), a)
         loss = diffusion_loss(model, torch.from_numpy(ids), torch.from_numpy(elig), cfg.mask_token_id, gen)

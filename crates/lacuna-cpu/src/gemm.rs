@@ -75,11 +75,13 @@ pub fn matmul_on(
         return Ok(());
     }
     ws.acts.prepare(w.act_kind(), x, t, k);
+    let mut per_task = 2;
     #[cfg(target_arch = "x86_64")]
     if let (Path::Amx, Inner::Quant(q)) = (path, &w.inner)
         && x86::amx::uses_tiles(q.kind, t)
     {
         ws.acts.prepare_tiles(t, k, x86::amx::TOKEN_STEP);
+        per_task = x86::amx::TASK_PANELS;
     }
     let out = Out {
         ptr: y.as_mut_ptr(),
@@ -90,7 +92,7 @@ pub fn matmul_on(
     match &w.inner {
         Inner::Quant(q) => {
             let kernel = quant_kernel(path);
-            for_tasks(q.panels, |p0, np| {
+            for_tasks(q.panels, per_task, |p0, np| {
                 // SAFETY: the path is available (checked above); each task writes only
                 // the columns of its own panels (see `Out`).
                 unsafe { kernel(q, acts, p0, np, out) }
@@ -98,7 +100,7 @@ pub fn matmul_on(
         }
         Inner::Float(f) => {
             let kernel = float_kernel(path);
-            for_tasks(f.panels, |p0, np| {
+            for_tasks(f.panels, 2, |p0, np| {
                 // SAFETY: as above.
                 unsafe { kernel(f, &acts.f, p0, np, out) }
             });
@@ -122,14 +124,15 @@ fn check_len(what: &'static str, found: usize, expected: Option<usize>) -> Resul
     Ok(())
 }
 
-/// Runs `f(first_panel, panel_count)` over pairs of panels in parallel.
-fn for_tasks(panels: usize, f: impl Fn(usize, usize) + Sync) {
-    (0..panels.div_ceil(2))
+/// Runs `f(first_panel, panel_count)` over groups of `per_task` panels in parallel.
+fn for_tasks(panels: usize, per_task: usize, f: impl Fn(usize, usize) + Sync) {
+    (0..panels.div_ceil(per_task))
         .into_par_iter()
-        .for_each(|pp| f(2 * pp, (panels - 2 * pp).min(2)));
+        .for_each(|g| f(per_task * g, (panels - per_task * g).min(per_task)));
 }
 
-/// A quantized-GEMM kernel: computes panels `p0..p0 + np` (np is 1 or 2) for every token.
+/// A quantized-GEMM kernel: computes panels `p0..p0 + np` for every token (np is 1 or 2,
+/// up to [`x86::amx::TASK_PANELS`] for the AMX kernel when it takes the matmul).
 ///
 /// # Safety
 /// The CPU must support the kernel's path, and no other thread may write the columns of

@@ -298,3 +298,26 @@ fn act_kinds_pair_as_ggml() {
     assert_eq!(mk(GgmlType::Q4_0), ActKind::Q8_0);
     assert_eq!(mk(GgmlType::BF16), ActKind::Float(FloatRound::Bf16));
 }
+
+/// The AMX kernel's K chunks (more than one at this size: 33 blocks at 64 padded tokens)
+/// and its 8-panel tasks (10 panels: a full task and a ragged one) give the scalar result.
+#[test]
+fn amx_chunks_and_tasks_match_scalar() {
+    if !Path::Amx.is_available() {
+        return;
+    }
+    let mut rng = Rng(0xa3c);
+    let (t, n, k) = (40, 150, 256 * 33);
+    for ty in [GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K] {
+        let w = PackedWeight::new(ty, n, k, &weights(ty, n, k, &mut rng, 1.0)).unwrap();
+        let x = acts(t, k, &mut rng, 1.0);
+        let want = run(Path::Scalar, &w, &x, t);
+        let got = run(Path::Amx, &w, &x, t);
+        assert!(
+            got.iter()
+                .zip(&want)
+                .all(|(a, b)| a.to_bits() == b.to_bits()),
+            "{ty}"
+        );
+    }
+}

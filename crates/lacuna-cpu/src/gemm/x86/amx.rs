@@ -35,6 +35,8 @@ use crate::packed::{PANEL, QuantPacked};
 /// Fewer tokens than this: the plane construction is not repaid; use AVX-512 (measured:
 /// at T = 16 AMX ran at half the AVX-512 speed, at T = 32 they tie).
 pub(crate) const MIN_TOKENS: usize = 32;
+/// Panels per task (the other paths take 2): K-chunking reuses activations across them.
+pub(crate) const TASK_PANELS: usize = 8;
 /// Tokens per step: two 16-row A tiles.
 pub(crate) const TOKEN_STEP: usize = 32;
 /// Bytes of K per A-tile row (one `tdpbusd` depth).
@@ -113,16 +115,50 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
     let cfg = TileConfig::new();
     // SAFETY: AMX is permitted (contract); the configuration is a valid palette-1 config.
     unsafe { asm!("ldtilecfg [{0}]", in(reg) cfg.0.as_ptr(), options(nostack, readonly)) };
+    let nblk = w.k / 256;
+    let chunk = chunk_blocks(out.t).min(nblk);
     SCRATCH.with_borrow_mut(|s| {
-        if s.facc.len() < out.t * PANEL {
-            s.facc.resize(out.t * PANEL, 0.0);
+        let len = np * out.t * PANEL;
+        if s.facc.len() < len {
+            s.facc.resize(len, 0.0);
         }
-        for p in p0..p0 + np {
-            // SAFETY: tiles configured above; the caller owns panel p.
-            unsafe {
-                match w.kind {
-                    QuantKind::Q6K => panel::<16, false>(w, a, p, out, s),
-                    _ => panel::<32, true>(w, a, p, out, s),
+        s.facc[..len].fill(0.0);
+        // K outer, panels inner: one chunk of activations serves every panel of the task
+        // from L2 before the next chunk is touched.
+        for b0 in (0..nblk).step_by(chunk) {
+            let blocks = b0..(b0 + chunk).min(nblk);
+            for (i, p) in (p0..p0 + np).enumerate() {
+                let Scratch { planes, c, facc } = &mut **s;
+                let facc = &mut facc[i * out.t * PANEL..][..out.t * PANEL];
+                // SAFETY: tiles configured above; the caller owns panel p; `facc` holds
+                // out.t rows.
+                unsafe {
+                    match w.kind {
+                        QuantKind::Q6K => {
+                            panel::<16, false>(w, a, p, blocks.clone(), out.t, planes, c, facc)
+                        }
+                        _ => panel::<32, true>(w, a, p, blocks.clone(), out.t, planes, c, facc),
+                    }
+                }
+            }
+        }
+        let valid_all = |p: usize| {
+            let valid = out.valid(p);
+            if valid == PANEL {
+                !0
+            } else {
+                (1u16 << valid) - 1
+            }
+        };
+        for (i, p) in (p0..p0 + np).enumerate() {
+            let mask: __mmask16 = valid_all(p);
+            let facc = &s.facc[i * out.t * PANEL..][..out.t * PANEL];
+            for t in 0..out.t {
+                // SAFETY: row t exists and panel p is the caller's; masked to the valid
+                // columns.
+                unsafe {
+                    let v = _mm512_loadu_ps(facc.as_ptr().add(t * PANEL));
+                    _mm512_mask_storeu_ps(out.at(t, p), mask, v);
                 }
             }
         }
@@ -131,30 +167,38 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
     unsafe { asm!("tilerelease", options(nostack, nomem)) };
 }
 
-/// One panel over all tokens and all of K, software-pipelined: while the tile unit
-/// multiplies token step `i` of block `b`, the vector units fold step `i - 1` and build a
-/// slice of block `b + 1`'s planes.
+/// Blocks of K per chunk: about 512 KiB of activation tiles, which stay in L2 while every
+/// panel of a task passes over them.
+fn chunk_blocks(t: usize) -> usize {
+    ((512 << 10) / (t.next_multiple_of(TOKEN_STEP) * 256)).max(1)
+}
+
+/// Blocks `blocks` of one panel over all `t` tokens, accumulated into `facc`,
+/// software-pipelined: while the tile unit multiplies token step `i` of block `b`, the
+/// vector units fold step `i - 1` and build a slice of block `b + 1`'s planes.
 ///
 /// # Safety
-/// Tiles configured by [`quant_panels`]; AVX-512 F/BW/VNNI; panel `p` exists and belongs to
-/// the caller; `a.tiles` prepared (checked by the caller); `s.facc` holds `out.t * 16`.
+/// Tiles configured by [`quant_panels`]; AVX-512 F/BW/VNNI; panel `p` and the blocks exist
+/// and the panel belongs to the caller; `a.tiles` prepared for `t` tokens (checked by the
+/// caller); `facc` holds `t * 16`.
+#[allow(clippy::too_many_arguments)]
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
 unsafe fn panel<const SUB: usize, const MINS: bool>(
     w: &QuantPacked,
     a: &Acts,
     p: usize,
-    out: Out,
-    s: &mut Scratch,
+    blocks: std::ops::Range<usize>,
+    t: usize,
+    planes: &mut [Planes; 2],
+    c: &mut [CTiles; 2],
+    facc: &mut [f32],
 ) {
-    let nblk = w.k / 256;
-    let steps = out.t.div_ceil(TOKEN_STEP);
+    let steps = t.div_ceil(TOKEN_STEP);
     let lines_per_step = LINES.div_ceil(steps);
-    let Scratch { planes, c, facc } = s;
-    let facc = &mut facc[..out.t * PANEL];
-    facc.fill(0.0);
-    // SAFETY: AVX-512 BW (contract); panel p and block 0 exist.
-    unsafe { planes_lines::<SUB>(w, p, 0, 0..LINES, &mut planes[0]) };
-    for b in 0..nblk {
+    let first = blocks.start;
+    // SAFETY: AVX-512 BW (contract); panel p and the first block exist.
+    unsafe { planes_lines::<SUB>(w, p, first, 0..LINES, &mut planes[first % 2]) };
+    for b in blocks.clone() {
         let (cur, next) = if b % 2 == 0 {
             let [x, y] = planes;
             (&*x, y)
@@ -169,10 +213,10 @@ unsafe fn panel<const SUB: usize, const MINS: bool>(
             // SAFETY: tiles configured; `a.tiles` covers rows t0..t0 + 32 of block b.
             unsafe { multiply(a, b, t0, cur, &mut c[i % 2]) };
             if i > 0 {
-                // SAFETY: `facc` holds out.t rows; the step's rows are < out.t.
-                unsafe { fold.apply(a, t0 - TOKEN_STEP, out.t, &c[(i - 1) % 2], facc) };
+                // SAFETY: `facc` holds t rows; the step's rows are < t.
+                unsafe { fold.apply(a, t0 - TOKEN_STEP, t, &c[(i - 1) % 2], facc) };
             }
-            if b + 1 < nblk {
+            if b + 1 < blocks.end {
                 let l0 = (i * lines_per_step).min(LINES);
                 let l1 = ((i + 1) * lines_per_step).min(LINES);
                 // SAFETY: AVX-512 BW; panel p and block b + 1 exist.
@@ -181,20 +225,7 @@ unsafe fn panel<const SUB: usize, const MINS: bool>(
         }
         let last = (steps - 1) * TOKEN_STEP;
         // SAFETY: as above.
-        unsafe { fold.apply(a, last, out.t, &c[(steps - 1) % 2], facc) };
-    }
-    let valid = out.valid(p);
-    let mask: __mmask16 = if valid == PANEL {
-        !0
-    } else {
-        (1u16 << valid) - 1
-    };
-    for t in 0..out.t {
-        // SAFETY: row t exists and panel p is the caller's; masked to `valid` columns.
-        unsafe {
-            let v = _mm512_loadu_ps(facc.as_ptr().add(t * PANEL));
-            _mm512_mask_storeu_ps(out.at(t, p), mask, v);
-        }
+        unsafe { fold.apply(a, last, t, &c[(steps - 1) % 2], facc) };
     }
 }
 

@@ -19,8 +19,9 @@ pub enum Path {
     AvxVnni,
     /// AVX-512 F/BW + VNNI: 512-bit `vpdpbusd`.
     Avx512Vnni,
-    /// AMX-INT8 tiles (`tdpbusd`) for quantized weights, after Linux granted tile-data
-    /// permission; float weights and the other ops run the AVX-512 code.
+    /// AMX-INT8 tiles (`tdpbusd`) for K-quant weights (Q4_K/Q5_K/Q6_K) over canvases of 32
+    /// tokens or more, after Linux granted tile-data permission; everything else (Q8_0/Q4_0,
+    /// float weights, short canvases, the other ops) runs the AVX-512 code.
     Amx,
 }
 

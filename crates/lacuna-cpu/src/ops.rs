@@ -77,22 +77,5 @@ pub(crate) use multiversion;
 /// Lanes of the explicit accumulators (one zmm of f32).
 pub(crate) const LANES: usize = 16;
 
-/// `sum(a[i] * b[i])` with 16 independent lanes, then the lanes in order.
-#[inline(always)]
-pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut acc = [0.0f32; LANES];
-    let (ac, bc) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
-    let (ar, br) = (ac.remainder(), bc.remainder());
-    for (x, y) in ac.zip(bc) {
-        for l in 0..LANES {
-            acc[l] += x[l] * y[l];
-        }
-    }
-    for (l, (x, y)) in ar.iter().zip(br).enumerate() {
-        acc[l] += x * y;
-    }
-    acc.iter().sum()
-}
-
 #[cfg(test)]
 pub(crate) mod tests;

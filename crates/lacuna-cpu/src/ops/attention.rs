@@ -5,10 +5,12 @@ use rayon::prelude::*;
 
 use crate::Error;
 use crate::ops::exp::exp;
-use crate::ops::{dot, multiversion};
+use crate::ops::{LANES, multiversion};
 
-/// Query rows per task.
-const QB: usize = 8;
+/// Query rows per task (each transposed key block serves all of them).
+const QB: usize = 16;
+/// Accumulator registers per query updated together (independent add chains) in `P . V`.
+const GROUP: usize = 4;
 /// Key rows per online-softmax step.
 const KB: usize = 64;
 
@@ -70,57 +72,146 @@ pub fn attention(
         head_dim,
         scale,
     };
+    let kt = transpose_keys(k, shape);
     out.par_chunks_mut(QB * n_head * head_dim)
         .enumerate()
-        .for_each(|(b, o)| block(q, k, v, b * QB, shape, o));
+        .for_each(|(b, o)| block(q, &kt, v, b * QB, shape, o));
     Ok(())
+}
+
+/// `k` (`[t][n_head_kv][head_dim]`) as `[n_head_kv][head_dim][t']`, `t'` rounded up to a
+/// whole number of key blocks with zeros, so scores are a multiply-add with keys as lanes.
+fn transpose_keys(k: &[f32], sh: Shape) -> Vec<f32> {
+    let (hd, tp) = (sh.head_dim, sh.t.next_multiple_of(KB));
+    let mut kt = vec![0.0f32; sh.n_head_kv * hd * tp];
+    kt.par_chunks_mut(hd * tp).enumerate().for_each(|(h, dst)| {
+        for j in 0..sh.t {
+            let kj = &k[(j * sh.n_head_kv + h) * hd..][..hd];
+            for (d, &x) in kj.iter().enumerate() {
+                dst[d * tp + j] = x;
+            }
+        }
+    });
+    kt
 }
 
 multiversion! {
     /// All heads of the query rows `t0..t0 + o.len() / (n_head * head_dim)`.
-    fn block(q: &[f32], k: &[f32], v: &[f32], t0: usize, sh: Shape, o: &mut [f32]) {
+    ///
+    /// Per head and block of `KB` keys, queries in pairs: with the keys transposed
+    /// ([`transpose_keys`]) a query's `KB` scores are one vectorized multiply-add over `d`
+    /// (lanes = keys, no horizontal sums), and the output update `acc = acc * corr + P V`
+    /// runs over `d` in groups of registers held across the keys. Pairing shares every key
+    /// and value load between two queries; each query's arithmetic is the same as alone.
+    fn block(q: &[f32], kt: &[f32], v: &[f32], t0: usize, sh: Shape, o: &mut [f32]) {
         let hd = sh.head_dim;
+        let tp = sh.t.next_multiple_of(KB);
         let qrow = sh.n_head * hd;
         let kvrow = sh.n_head_kv * hd;
         let nq = o.len() / qrow;
         let group = sh.n_head / sh.n_head_kv;
-        let mut s = vec![0.0f32; KB];
-        let mut acc = vec![0.0f32; hd];
+        let mut acc = vec![0.0f32; QB * hd];
+        let mut ml = [(f32::NEG_INFINITY, 0.0f32); QB];
         for h in 0..sh.n_head {
             let kvh = h / group;
-            for i in 0..nq {
-                let qi = &q[(t0 + i) * qrow + h * hd..][..hd];
-                let (mut m, mut l) = (f32::NEG_INFINITY, 0.0f32);
-                acc.fill(0.0);
-                for kb in (0..sh.t).step_by(KB) {
-                    let kn = (sh.t - kb).min(KB);
-                    let mut bm = f32::NEG_INFINITY;
-                    for (j, sj) in s[..kn].iter_mut().enumerate() {
-                        let kj = &k[(kb + j) * kvrow + kvh * hd..][..hd];
-                        *sj = dot(qi, kj) * sh.scale;
-                        bm = bm.max(*sj);
-                    }
-                    let mnew = m.max(bm);
-                    if mnew == f32::NEG_INFINITY {
-                        continue;
-                    }
-                    let corr = exp(m - mnew);
-                    l *= corr;
-                    for a in acc.iter_mut() {
-                        *a *= corr;
-                    }
-                    for (j, &sj) in s[..kn].iter().enumerate() {
-                        let p = exp(sj - mnew);
-                        l += p;
-                        let vj = &v[(kb + j) * kvrow + kvh * hd..][..hd];
-                        for (a, &x) in acc.iter_mut().zip(vj) {
-                            *a += p * x;
+            acc.fill(0.0);
+            ml.fill((f32::NEG_INFINITY, 0.0));
+            for kb in (0..sh.t).step_by(KB) {
+                let kn = (sh.t - kb).min(KB);
+                // Keys past `t` are zero padding: their scores are computed but never read
+                // (only the first `kn` are).
+                let kth = &kt[kvh * hd * tp..][..hd * tp];
+                let vb = &v[kb * kvrow + kvh * hd..];
+                for i in (0..nq).step_by(2) {
+                    let pair = (nq - i).min(2);
+                    let qa = &q[(t0 + i) * qrow + h * hd..][..hd];
+                    let qb = &q[(t0 + i + pair - 1) * qrow + h * hd..][..hd];
+                    // Fixed-size locals (not slices) so the sums live in registers.
+                    let mut sc = [[0.0f32; KB]; 2];
+                    for d in 0..hd {
+                        let row: &[f32; KB] =
+                            kth[d * tp + kb..][..KB].try_into().expect("KB wide");
+                        let (xa, xb) = (qa[d], qb[d]);
+                        for j in 0..KB {
+                            sc[0][j] += xa * row[j];
+                            sc[1][j] += xb * row[j];
                         }
                     }
-                    m = mnew;
+                    // Online softmax per query: `sc` becomes the probabilities.
+                    let mut corr = [0.0f32; 2];
+                    let mut live = [false; 2];
+                    for (e, s) in sc.iter_mut().enumerate().take(pair) {
+                        let s = &mut s[..kn];
+                        let mut bm = f32::NEG_INFINITY;
+                        for sj in s.iter_mut() {
+                            *sj *= sh.scale;
+                            bm = bm.max(*sj);
+                        }
+                        let (m, l) = &mut ml[i + e];
+                        let mnew = m.max(bm);
+                        if mnew == f32::NEG_INFINITY {
+                            continue;
+                        }
+                        corr[e] = exp(*m - mnew);
+                        *l *= corr[e];
+                        for sj in s.iter_mut() {
+                            *sj = exp(*sj - mnew);
+                        }
+                        for &p in s.iter() {
+                            *l += p;
+                        }
+                        *m = mnew;
+                        live[e] = true;
+                    }
+                    let (a0, a1) = acc[i * hd..].split_at_mut(hd);
+                    let accs = [a0, &mut a1[..if pair == 2 { hd } else { 0 }]];
+                    if live == [true, true] && hd.is_multiple_of(GROUP * LANES) {
+                        let [a0, a1] = accs;
+                        for d0 in (0..hd).step_by(GROUP * LANES) {
+                            let a0: &mut [f32; GROUP * LANES] =
+                                (&mut a0[d0..d0 + GROUP * LANES]).try_into().expect("group");
+                            let a1: &mut [f32; GROUP * LANES] =
+                                (&mut a1[d0..d0 + GROUP * LANES]).try_into().expect("group");
+                            let (mut r0, mut r1) = (*a0, *a1);
+                            for e in 0..GROUP * LANES {
+                                r0[e] *= corr[0];
+                                r1[e] *= corr[1];
+                            }
+                            for j in 0..kn {
+                                let vj: &[f32; GROUP * LANES] = vb[j * kvrow + d0..]
+                                    [..GROUP * LANES]
+                                    .try_into()
+                                    .expect("group wide");
+                                let (p0, p1) = (sc[0][j], sc[1][j]);
+                                for e in 0..GROUP * LANES {
+                                    r0[e] += p0 * vj[e];
+                                    r1[e] += p1 * vj[e];
+                                }
+                            }
+                            (*a0, *a1) = (r0, r1);
+                        }
+                    } else {
+                        for (e, a) in accs.into_iter().enumerate().take(pair) {
+                            if !live[e] {
+                                continue;
+                            }
+                            for x in a.iter_mut() {
+                                *x *= corr[e];
+                            }
+                            for (j, &p) in sc[e][..kn].iter().enumerate() {
+                                let vj = &vb[j * kvrow..][..hd];
+                                for (x, &y) in a.iter_mut().zip(vj) {
+                                    *x += p * y;
+                                }
+                            }
+                        }
+                    }
                 }
+            }
+            for i in 0..nq {
+                let l = ml[i].1;
                 let oi = &mut o[i * qrow + h * hd..][..hd];
-                for (dst, &a) in oi.iter_mut().zip(acc.iter()) {
+                for (dst, &a) in oi.iter_mut().zip(&acc[i * hd..][..hd]) {
                     *dst = a / l;
                 }
             }

@@ -23,7 +23,8 @@ fn bits(v: &[f32]) -> Vec<u32> {
 #[test]
 fn every_level_gives_the_same_bits() {
     let mut rng = Rng(0x1e7e1);
-    let (t, nh, nkv, hd) = (37, 4, 2, 24);
+    // head_dim 128 takes the register-group path of attention; 37 rows leave an odd query.
+    let (t, nh, nkv, hd) = (37, 4, 2, 128);
     let q = vec(&mut rng, t * nh * hd, 2.0);
     let k = vec(&mut rng, t * nkv * hd, 2.0);
     let v = vec(&mut rng, t * nkv * hd, 2.0);
@@ -260,4 +261,26 @@ fn bad_shapes_are_errors() {
     assert_eq!(top2(&[1.0, f32::NAN]), None);
     assert_eq!(argmax(&[f32::NAN]), None);
     assert_eq!(argmax(&[]), None);
+}
+
+/// Head sizes of real models (64, 128: the paired register path) at ragged lengths, GQA.
+#[test]
+fn attention_matches_naive_at_model_head_sizes() {
+    let mut rng = Rng(0xa77);
+    for (t, hd) in [(1, 128), (17, 64), (100, 128), (131, 128)] {
+        let (nh, nkv) = (4, 2);
+        let q = vec(&mut rng, t * nh * hd, 2.0);
+        let k = vec(&mut rng, t * nkv * hd, 2.0);
+        let v = vec(&mut rng, t * nkv * hd, 3.0);
+        let scale = 1.0 / (hd as f32).sqrt();
+        let mut out = vec![f32::NAN; t * nh * hd];
+        attention(&q, &k, &v, t, nh, nkv, hd, scale, &mut out).unwrap();
+        let want = naive_attention(&q, &k, &v, t, nh, nkv, hd, scale);
+        for (g, w) in out.iter().zip(&want) {
+            assert!(
+                (f64::from(*g) - w).abs() <= 2e-5 * (1.0 + w.abs()),
+                "t={t} hd={hd}: {g} vs {w}"
+            );
+        }
+    }
 }

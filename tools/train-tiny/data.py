@@ -97,6 +97,38 @@ class Corpus:
         eligible = [0] + [1] * (length - 1)
         return seq, eligible
 
+    def fill_from(self, j, room):
+        """Consecutive verses from verse `j` (with leading spaces, same split; EOS where a
+        book ends) cut to exactly `room` tokens."""
+        out, book = [], self.verses[j]["book"]
+        while len(out) < room and j < len(self.verses):
+            v = self.verses[j]
+            if v["split"] == self.split:
+                if v["book"] != book:
+                    out.append(self.eos)
+                    book = v["book"]
+                out += v["ids_sp"] if out else v["ids"]
+            j += 1
+        out = out[:room]
+        return out + [self.eos] * (room - len(out))
+
+    def chat_packed(self, rng, length, user_ids, asst_ids, nl_ids):
+        """The chat layout with the answer filling the canvas (no EOT, no padding): the
+        assistant turn continues the passage to the end of the sequence."""
+        for _ in range(100):
+            i = self.starts[rng.integers(len(self.starts))]
+            if i + 1 >= len(self.verses) or not self.same_run(i, i + 1):
+                continue
+            prompt = ([self.bos] + self.header(user_ids, nl_ids) + self.verses[i]["ids"]
+                      + [self.eot] + self.header(asst_ids, nl_ids))
+            room = length - len(prompt)
+            if room < 8:
+                continue
+            seq = prompt + self.fill_from(i + 1, room)
+            eligible = [0] * len(prompt) + [1] * room
+            return seq, eligible
+        return self.packed(rng, length)
+
     def chat(self, rng, length, user_ids, asst_ids, nl_ids):
         for _ in range(100):
             i = self.starts[rng.integers(len(self.starts))]
@@ -118,12 +150,16 @@ class Corpus:
 
 
 def batch(corpus, rng, n, length, chat_frac, chat_ids, packed_frac=0.0):
-    """`n` sequences: chat with probability `chat_frac`, else packed text with probability
-    `packed_frac`, else padded text."""
+    """`n` sequences: chat with probability `chat_frac` (its answer filling the canvas with
+    probability `packed_frac`, else ending with EOT and padding), else packed text with
+    probability `packed_frac`, else padded text."""
     seqs, elig = [], []
     for _ in range(n):
         if rng.random() < chat_frac:
-            s, e = corpus.chat(rng, length, *chat_ids)
+            if rng.random() < packed_frac:
+                s, e = corpus.chat_packed(rng, length, *chat_ids)
+            else:
+                s, e = corpus.chat(rng, length, *chat_ids)
         elif rng.random() < packed_frac:
             s, e = corpus.packed(rng, length)
         else:

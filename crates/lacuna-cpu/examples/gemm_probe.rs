@@ -45,22 +45,33 @@ fn main() {
         .num_threads(1)
         .build()
         .unwrap();
+    // Each kernel run is paired with a run of the path's peak loop, so the ratio is taken
+    // under the same (noisy) conditions.
+    let peak_path = if path == Path::Amx { Path::Amx } else { path };
+    let mut peaks = Vec::new();
     let mut times: Vec<f64> = pool.install(|| {
         (0..iters)
             .map(|_| {
+                let t0 = thread_cpu_time().unwrap();
+                let ops = lacuna_cpu::peak::int8_dot_ops(peak_path, 1 << 18).unwrap();
+                peaks.push(ops as f64 / (thread_cpu_time().unwrap() - t0).as_secs_f64() / 1e9);
                 let t0 = thread_cpu_time().unwrap();
                 matmul_on(path, &x, t, &w, &mut y, &mut ws).unwrap();
                 (thread_cpu_time().unwrap() - t0).as_secs_f64()
             })
             .collect()
     });
+    peaks.sort_by(f64::total_cmp);
     times.sort_by(f64::total_cmp);
     let ops = 2.0 * (t * n * k) as f64 / 1e9;
     println!(
-        "{} {} {n}x{k} T{t}: best {:.1} GOP/s  median {:.1} GOP/s",
+        "{} {} {n}x{k} T{t}: best {:.1} GOP/s  median {:.1} GOP/s; peak best {:.0} median {:.0}; best/best {:.1}%",
         path.name(),
         ty.name(),
         ops / times[0],
-        ops / times[iters / 2]
+        ops / times[iters / 2],
+        peaks[iters - 1],
+        peaks[iters / 2],
+        100.0 * ops / times[0] / peaks[iters - 1]
     );
 }

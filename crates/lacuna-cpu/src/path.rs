@@ -19,7 +19,7 @@ pub enum Path {
     AvxVnni,
     /// AVX-512 F/BW + VNNI: 512-bit `vpdpbusd`.
     Avx512Vnni,
-    /// AMX-INT8 tiles (`tdpbusd`) for K-quant weights (Q4_K/Q5_K/Q6_K) over canvases of 32
+    /// AMX-INT8 tiles (`tdpbusd`) for K-quant weights (Q4_K/Q5_K/Q6_K) over canvases of 64
     /// tokens or more, after Linux granted tile-data permission; everything else (Q8_0/Q4_0,
     /// float weights, short canvases, the other ops) runs the AVX-512 code.
     Amx,

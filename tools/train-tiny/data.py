@@ -112,15 +112,23 @@ class Corpus:
         out = out[:room]
         return out + [self.eos] * (room - len(out))
 
+    def chat_prompt(self, rng, user_ids, asst_ids, nl_ids):
+        """A random verse `i` that has a successor in its book, as a user turn followed by
+        the assistant header: `(i, prompt ids)`, or None when the draw does not qualify."""
+        i = self.starts[rng.integers(len(self.starts))]
+        if i + 1 >= len(self.verses) or not self.same_run(i, i + 1):
+            return None
+        return i, ([self.bos] + self.header(user_ids, nl_ids) + self.verses[i]["ids"]
+                   + [self.eot] + self.header(asst_ids, nl_ids))
+
     def chat_packed(self, rng, length, user_ids, asst_ids, nl_ids):
         """The chat layout with the answer filling the canvas (no EOT, no padding): the
         assistant turn continues the passage to the end of the sequence."""
         for _ in range(100):
-            i = self.starts[rng.integers(len(self.starts))]
-            if i + 1 >= len(self.verses) or not self.same_run(i, i + 1):
+            drawn = self.chat_prompt(rng, user_ids, asst_ids, nl_ids)
+            if drawn is None:
                 continue
-            prompt = ([self.bos] + self.header(user_ids, nl_ids) + self.verses[i]["ids"]
-                      + [self.eot] + self.header(asst_ids, nl_ids))
+            i, prompt = drawn
             room = length - len(prompt)
             if room < 8:
                 continue
@@ -131,11 +139,10 @@ class Corpus:
 
     def chat(self, rng, length, user_ids, asst_ids, nl_ids):
         for _ in range(100):
-            i = self.starts[rng.integers(len(self.starts))]
-            if i + 1 >= len(self.verses) or not self.same_run(i, i + 1):
+            drawn = self.chat_prompt(rng, user_ids, asst_ids, nl_ids)
+            if drawn is None:
                 continue
-            prompt = ([self.bos] + self.header(user_ids, nl_ids) + self.verses[i]["ids"]
-                      + [self.eot] + self.header(asst_ids, nl_ids))
+            i, prompt = drawn
             room = length - len(prompt) - 2
             if room < 8:
                 continue

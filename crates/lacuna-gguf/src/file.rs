@@ -3,7 +3,7 @@
 use std::fs::File;
 use std::path::Path;
 
-use memmap2::Mmap;
+use memmap2::{Mmap, UncheckedAdvice};
 
 use crate::{Error, Header, Metadata, Result, TensorInfo};
 
@@ -75,6 +75,31 @@ impl GgufFile {
             storage: Storage::Owned { words, len },
             header,
         })
+    }
+
+    /// Tells the OS that the caller is done with `data`, a slice of this file (a tensor it
+    /// has repacked, say): on a memory-mapped file the pages holding it are dropped from
+    /// this process's resident set, so the process does not hold both the file and its
+    /// repacked copy. The bytes stay readable: touched again, they are read back from the
+    /// file. A hint only: nothing happens for owned storage, for a slice from elsewhere, or
+    /// when the OS declines.
+    pub fn release(&self, data: &[u8]) {
+        let Storage::Mmap(map) = &self.storage else {
+            return;
+        };
+        let base = map.as_ptr() as usize;
+        let start = data.as_ptr() as usize;
+        if data.is_empty() || start < base || start + data.len() > base + map.len() {
+            return;
+        }
+        // SAFETY: MADV_DONTNEED on this read-only, shared, file-backed mapping only
+        // discards page-table entries: a later access faults the same bytes back in from
+        // the file (the page cache), so every `&[u8]` into the map stays valid and
+        // unchanged. (It would zero memory only for private anonymous or written pages,
+        // which this mapping never has.)
+        let _ = unsafe {
+            map.unchecked_advise_range(UncheckedAdvice::DontNeed, start - base, data.len())
+        };
     }
 
     /// The whole file's bytes.

@@ -187,3 +187,30 @@ fn open_missing_file_is_io_error() {
         Err(Error::Io { .. })
     ));
 }
+
+#[test]
+fn released_tensor_bytes_stay_readable() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.gguf");
+    // Several pages of data, so whole pages are dropped.
+    let data: Vec<u8> = (0..5 * 4096 + 100).map(|i| (i * 31 % 251) as u8).collect();
+    let mut w = GgufWriter::new();
+    w.add_metadata("general.architecture", "llada").unwrap();
+    w.add_tensor("t", &[data.len() as u64], GgmlType::I8, data.clone())
+        .unwrap();
+    w.write_file(&path).unwrap();
+    let f = GgufFile::open(&path).unwrap();
+    let bytes = f.tensor_data("t").unwrap();
+    assert_eq!(bytes, &data[..]);
+    f.release(bytes);
+    assert_eq!(
+        f.tensor_data("t").unwrap(),
+        &data[..],
+        "re-read from the file"
+    );
+    // Slices from elsewhere and owned storage are left alone.
+    f.release(&data);
+    let owned = GgufFile::from_vec(std::fs::read(&path).unwrap()).unwrap();
+    owned.release(owned.tensor_data("t").unwrap());
+    assert_eq!(owned.tensor_data("t").unwrap(), &data[..]);
+}

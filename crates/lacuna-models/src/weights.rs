@@ -117,7 +117,11 @@ impl<B: Backend> Loader<'_, B> {
     /// A `[n x k]` weight (ggml dims `[k, n]`), prepared by the backend.
     fn matrix(&self, name: &str, k: usize, n: usize) -> Result<B::Weight> {
         let info = self.checked(name, &[k, n])?;
-        self.prepare(name, info, self.file.info_data(info), k, n)
+        let data = self.file.info_data(info);
+        let w = self.prepare(name, info, data, k, n)?;
+        // The backend holds its own copy now: let the OS drop the file's pages of it.
+        self.file.release(data);
+        Ok(w)
     }
 
     fn prepare(
@@ -145,9 +149,11 @@ impl<B: Backend> Loader<'_, B> {
         let info = self.checked(name, &[k, n, n_expert])?;
         let data = self.file.info_data(info);
         let per = data.len() / n_expert;
-        (0..n_expert)
+        let experts = (0..n_expert)
             .map(|e| self.prepare(name, info, &data[e * per..(e + 1) * per], k, n))
-            .collect()
+            .collect();
+        self.file.release(data);
+        experts
     }
 
     /// A projection with its optional `.bias` (Q, K and V: llama.cpp's `build_qkv` adds

@@ -5,7 +5,8 @@
 //! cargo run --release -p lacuna --example generate -- --demo "Your prompt"
 //! ```
 //!
-//! `--demo` uses the built-in random-weight model, so its text is noise.
+//! `--demo` uses the built-in demo model (a tiny LLaDA trained on the King James Bible), so
+//! prompts in that style work best; without a prompt it uses [`lacuna::DEMO_PROMPT`].
 
 use lacuna::{Engine, EngineOptions, GenerateRequest, Prompt};
 
@@ -16,10 +17,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .ok_or("usage: generate (MODEL.gguf | --demo) [PROMPT]")?;
     let prompt = args
         .next()
-        .unwrap_or_else(|| "Tell me a story.".to_string());
+        .unwrap_or_else(|| lacuna::DEMO_PROMPT.to_string());
     let options = EngineOptions::default();
     let mut engine = if model == "--demo" {
-        eprintln!("demo model: random weights, the text below is noise");
+        eprintln!("demo model: a tiny LLaDA trained on the King James Bible");
         Engine::demo(&options)?
     } else {
         Engine::load(&model, &options)?

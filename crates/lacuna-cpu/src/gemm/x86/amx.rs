@@ -12,8 +12,9 @@
 //!
 //! The planes are made on the fly, per panel and block, into an 8 KiB per-thread buffer
 //! (about 12 vector ops per 64 bytes, shared by every token), so the repacked weights keep
-//! their int8 layout and size. Loop order per panel: block, then token pairs of 16-row
-//! tiles. Tiles: tmm0..3 = C (tokens 0-15 / 16-31 x hi / lo), tmm4/5 = A (the two token
+//! their int8 layout and size. Loop order per task of [`TASK_PANELS`] panels: chunks of K
+//! (about 512 KiB of activations, kept in L2), then panels, then blocks, then steps of two
+//! 16-token tiles. Tiles: tmm0..3 = C (tokens 0-15 / 16-31 x hi / lo), tmm4/5 = A (the two token
 //! tiles, from [`Acts::tiles`]), tmm6/7 = B (hi / lo plane: a panel's `[k/4][16][4]` lines
 //! are exactly AMX's VNNI B layout). Q8_0/Q4_0 (one float scale per 32 weights, no integer
 //! sub-scales) and canvases under [`MIN_TOKENS`] rows run the AVX-512 kernel instead.
@@ -85,7 +86,7 @@ struct CTiles([[[i32; PANEL]; 16]; 4]);
 struct Scratch {
     planes: [Planes; 2],
     c: [CTiles; 2],
-    /// `[token][16]` accumulators of the current panel.
+    /// `[panel of the task][token][16]` f32 accumulators.
     facc: Vec<f32>,
 }
 

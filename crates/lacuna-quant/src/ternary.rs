@@ -104,6 +104,24 @@ fn c_lroundf_int(x: f32) -> i32 {
     }
 }
 
+/// `d·t` for every value of a block (both formats dequantize their trits alike).
+fn dequantize_trits(trits: &[i8; QK_K], d: f16, out: &mut [f32; QK_K]) {
+    let d = fp16_to_fp32(d);
+    for (o, &t) in out.iter_mut().zip(trits) {
+        *o = f32::from(t) * d;
+    }
+}
+
+/// ggml's `vec_dot_tq*_q8_K` for one block: the integer sum `Σ t·q`, then `· (d · d_y)`.
+fn dot_trits(trits: &[i8; QK_K], d: f16, y: &BlockQ8K) -> f32 {
+    let sum: i32 = trits
+        .iter()
+        .zip(&y.qs)
+        .map(|(&t, &q)| i32::from(t) * i32::from(q))
+        .sum();
+    sum as f32 * (fp16_to_fp32(d) * y.d)
+}
+
 fn absmax_scale(x: &[f32; QK_K]) -> (f32, f32) {
     let d = x.iter().fold(0.0f32, |a, v| c_max(a, v.abs()));
     (d, if d != 0.0 { 1.0 / d } else { 0.0 })
@@ -112,10 +130,7 @@ fn absmax_scale(x: &[f32; QK_K]) -> (f32, f32) {
 impl QuantBlock<QK_K> for BlockTQ1_0 {
     const TYPE: GgmlType = GgmlType::TQ1_0;
     fn dequantize(&self, out: &mut [f32; QK_K]) {
-        let d = fp16_to_fp32(self.d);
-        for (o, t) in out.iter_mut().zip(self.trits()) {
-            *o = f32::from(t) * d;
-        }
+        dequantize_trits(&self.trits(), self.d, out);
     }
 }
 
@@ -153,23 +168,14 @@ impl QuantizeBlock<QK_K> for BlockTQ1_0 {
 impl VecDotBlock<QK_K> for BlockTQ1_0 {
     type Rhs = BlockQ8K;
     fn vec_dot_block(&self, y: &BlockQ8K) -> f32 {
-        let sum: i32 = self
-            .trits()
-            .iter()
-            .zip(&y.qs)
-            .map(|(&t, &q)| i32::from(t) * i32::from(q))
-            .sum();
-        sum as f32 * (fp16_to_fp32(self.d) * y.d)
+        dot_trits(&self.trits(), self.d, y)
     }
 }
 
 impl QuantBlock<QK_K> for BlockTQ2_0 {
     const TYPE: GgmlType = GgmlType::TQ2_0;
     fn dequantize(&self, out: &mut [f32; QK_K]) {
-        let d = fp16_to_fp32(self.d);
-        for (o, t) in out.iter_mut().zip(self.trits()) {
-            *o = f32::from(t) * d;
-        }
+        dequantize_trits(&self.trits(), self.d, out);
     }
 }
 
@@ -198,12 +204,6 @@ impl QuantizeBlock<QK_K> for BlockTQ2_0 {
 impl VecDotBlock<QK_K> for BlockTQ2_0 {
     type Rhs = BlockQ8K;
     fn vec_dot_block(&self, y: &BlockQ8K) -> f32 {
-        let sum: i32 = self
-            .trits()
-            .iter()
-            .zip(&y.qs)
-            .map(|(&t, &q)| i32::from(t) * i32::from(q))
-            .sum();
-        sum as f32 * (fp16_to_fp32(self.d) * y.d)
+        dot_trits(&self.trits(), self.d, y)
     }
 }

@@ -33,6 +33,8 @@ use crate::blocks::QuantKind;
 use crate::gemm::Out;
 use crate::packed::{PANEL, QuantPacked};
 
+use super::avx512::BlockFold;
+
 /// Fewer tokens than this: the plane construction is not repaid; use AVX-512 (measured:
 /// best-of-20 Q4_K 4096², 1 thread: T = 32 AMX 239 vs AVX-512 304 GOP/s, T = 64 341 vs 280).
 pub(crate) const MIN_TOKENS: usize = 64;
@@ -281,15 +283,12 @@ unsafe fn multiply(a: &Acts, b: usize, t0: usize, pl: &Planes, c: &mut CTiles) {
     }
 }
 
-/// The per-block weight constants of the f32 fold of one panel.
+/// The fold of one panel-block's C tiles: the shared [`BlockFold`] plus where it is.
 struct Fold<const MINS: bool> {
+    consts: BlockFold<MINS>,
     /// Blocks per row, and the block folded.
     nblk: usize,
     b: usize,
-    corr: __m512i,
-    d: __m512,
-    dmin: __m512,
-    mins: [__m512i; 4],
 }
 
 impl<const MINS: bool> Fold<MINS> {
@@ -297,34 +296,16 @@ impl<const MINS: bool> Fold<MINS> {
     /// AVX-512 F; panel `p` and block `b` of `w` exist.
     #[target_feature(enable = "avx512f")]
     unsafe fn new(w: &QuantPacked, p: usize, b: usize) -> Self {
-        let pb = (p * (w.k / 256) + b) * PANEL;
-        // SAFETY: `corr`, `d` (and `dmin`, `mins` when MINS) are [panel][block][16...];
-        // `pb + 16` (`8 * (pb + 16)` for mins) is in bounds.
-        unsafe {
-            let mins: [__m512i; 4] = if MINS {
-                let mp = w.mins[pb * 8..pb * 8 + 8 * PANEL].as_ptr();
-                std::array::from_fn(|q| _mm512_loadu_si512(mp.add(q * 2 * PANEL).cast()))
-            } else {
-                [_mm512_setzero_si512(); 4]
-            };
-            Fold {
-                nblk: w.k / 256,
-                b,
-                corr: _mm512_loadu_si512(w.corr[pb..pb + PANEL].as_ptr().cast()),
-                d: _mm512_loadu_ps(w.d[pb..pb + PANEL].as_ptr()),
-                dmin: if MINS {
-                    _mm512_loadu_ps(w.dmin[pb..pb + PANEL].as_ptr())
-                } else {
-                    _mm512_setzero_ps()
-                },
-                mins,
-            }
+        Fold {
+            // SAFETY: the caller's contract.
+            consts: unsafe { BlockFold::new(w, p, b) },
+            nblk: w.k / 256,
+            b,
         }
     }
 
-    /// Folds the C tiles of token step `t0` of the block into `facc` (rows below `t`), in
-    /// [`crate::gemm`]'s order: `isum = 64 * hi + lo - corr`, `acc + (d * dx) * isum`, then
-    /// `- (dmin * dx) * msum`.
+    /// Folds the C tiles of token step `t0` of the block into `facc` (rows below `t`):
+    /// `isum = 64 * hi + lo`, then [`BlockFold::apply`].
     ///
     /// # Safety
     /// AVX-512 F/VNNI; `facc` holds `t` rows of 16; `a` prepared for this matmul.
@@ -343,33 +324,20 @@ impl<const MINS: bool> Fold<MINS> {
         for i in 0..(t - t0).min(TOKEN_STEP) {
             let tt = t0 + i;
             let (tile, row) = (i / 16, i % 16);
-            let xd = _mm512_set1_ps(a.d[tt * nblk + b]);
-            // SAFETY: C rows are 16 i32; `facc` row tt is 16 f32 (tt < t, asserted size).
+            let tb = tt * nblk + b;
+            let xs = if MINS {
+                &a.sums[tb * 8..][..8]
+            } else {
+                &[][..]
+            };
+            // SAFETY: C rows are 16 i32; `facc` row tt is 16 f32 (tt < t, asserted size);
+            // `xs` holds 8 sums when MINS.
             unsafe {
                 let hi = _mm512_loadu_si512(c.0[2 * tile][row].as_ptr().cast());
                 let lo = _mm512_loadu_si512(c.0[2 * tile + 1][row].as_ptr().cast());
-                let isum = _mm512_sub_epi32(
-                    _mm512_add_epi32(_mm512_slli_epi32::<SHIFT>(hi), lo),
-                    self.corr,
-                );
+                let isum = _mm512_add_epi32(_mm512_slli_epi32::<SHIFT>(hi), lo);
                 let fp = facc.as_mut_ptr().add(tt * PANEL);
-                let mut f = _mm512_loadu_ps(fp);
-                f = _mm512_add_ps(
-                    f,
-                    _mm512_mul_ps(_mm512_mul_ps(self.d, xd), _mm512_cvtepi32_ps(isum)),
-                );
-                if MINS {
-                    let xs = a.sums[(tt * nblk + b) * 8..][..8].as_ptr().cast::<i32>();
-                    let mut msum = _mm512_setzero_si512();
-                    for (q, mq) in self.mins.iter().enumerate() {
-                        let pair = _mm512_set1_epi32(xs.add(q).read_unaligned());
-                        msum = _mm512_dpwssd_epi32(msum, *mq, pair);
-                    }
-                    f = _mm512_sub_ps(
-                        f,
-                        _mm512_mul_ps(_mm512_mul_ps(self.dmin, xd), _mm512_cvtepi32_ps(msum)),
-                    );
-                }
+                let f = self.consts.apply(_mm512_loadu_ps(fp), isum, a.d[tb], xs);
                 _mm512_storeu_ps(fp, f);
             }
         }

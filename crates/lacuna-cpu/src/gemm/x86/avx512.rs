@@ -118,44 +118,105 @@ unsafe fn tile<
             }
         }
         for r in 0..R {
-            let pb = ((p0 + r) * nblk + b) * PANEL;
-            // SAFETY: `corr`, `d` (and `dmin`, `mins` when MINS) are [panel][block][16...].
-            unsafe {
-                let corr = _mm512_loadu_si512(w.corr[pb..pb + PANEL].as_ptr().cast());
-                let dv = _mm512_loadu_ps(w.d[pb..pb + PANEL].as_ptr());
-                for t in 0..T {
-                    let xd = _mm512_set1_ps(a.d[(t0 + t) * nblk + b]);
-                    let isum = _mm512_sub_epi32(bacc[r][t], corr);
-                    let dd = _mm512_mul_ps(dv, xd);
-                    facc[r][t] =
-                        _mm512_add_ps(facc[r][t], _mm512_mul_ps(dd, _mm512_cvtepi32_ps(isum)));
-                }
-                if MINS {
-                    let dmv = _mm512_loadu_ps(w.dmin[pb..pb + PANEL].as_ptr());
-                    let mp = w.mins[pb * 8..pb * 8 + 8 * PANEL].as_ptr();
-                    let m: [__m512i; 4] =
-                        std::array::from_fn(|q| _mm512_loadu_si512(mp.add(q * 2 * PANEL).cast()));
-                    for t in 0..T {
-                        let xs = a.sums[((t0 + t) * nblk + b) * 8..][..8]
-                            .as_ptr()
-                            .cast::<i32>();
-                        let mut msum = _mm512_setzero_si512();
-                        for (q, mq) in m.iter().enumerate() {
-                            let pair = _mm512_set1_epi32(xs.add(q).read_unaligned());
-                            msum = _mm512_dpwssd_epi32(msum, *mq, pair);
-                        }
-                        let xd = _mm512_set1_ps(a.d[(t0 + t) * nblk + b]);
-                        let dm = _mm512_mul_ps(dmv, xd);
-                        facc[r][t] =
-                            _mm512_sub_ps(facc[r][t], _mm512_mul_ps(dm, _mm512_cvtepi32_ps(msum)));
-                    }
-                }
+            // SAFETY: panel p0 + r and block b exist.
+            let fold = unsafe { BlockFold::<MINS>::new(w, p0 + r, b) };
+            for t in 0..T {
+                let tb = (t0 + t) * nblk + b;
+                let xs = if MINS {
+                    &a.sums[tb * 8..][..8]
+                } else {
+                    &[][..]
+                };
+                // SAFETY: AVX-512 F/VNNI (this function's features); `xs` holds 8 sums
+                // when MINS.
+                facc[r][t] = unsafe { fold.apply(facc[r][t], bacc[r][t], a.d[tb], xs) };
             }
         }
     }
     for r in 0..R {
         // SAFETY: t0 + t < out.t and panel p0 + r belongs to this task.
         unsafe { store_panel(out, t0, p0 + r, &facc[r]) };
+    }
+}
+
+/// One panel's weight constants of one block for the f32 fold of [`crate::gemm`]: shared by
+/// this kernel and the AMX kernel, so the two fold identically.
+pub(super) struct BlockFold<const MINS: bool> {
+    corr: __m512i,
+    d: __m512,
+    dmin: __m512,
+    mins: [__m512i; 4],
+}
+
+impl<const MINS: bool> BlockFold<MINS> {
+    /// # Safety
+    /// AVX-512 F; panel `p` and block `b` of `w` exist.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn new(w: &QuantPacked, p: usize, b: usize) -> Self {
+        let pb = (p * (w.k / w.kind.block()) + b) * PANEL;
+        // SAFETY: `corr`, `d` (and `dmin`, `mins` when MINS) are [panel][block][16...];
+        // `pb + 16` (`8 * (pb + 16)` for mins) is in bounds.
+        unsafe {
+            let mins: [__m512i; 4] = if MINS {
+                let mp = w.mins[pb * 8..pb * 8 + 8 * PANEL].as_ptr();
+                std::array::from_fn(|q| _mm512_loadu_si512(mp.add(q * 2 * PANEL).cast()))
+            } else {
+                [_mm512_setzero_si512(); 4]
+            };
+            BlockFold {
+                corr: _mm512_loadu_si512(w.corr[pb..pb + PANEL].as_ptr().cast()),
+                d: _mm512_loadu_ps(w.d[pb..pb + PANEL].as_ptr()),
+                dmin: if MINS {
+                    _mm512_loadu_ps(w.dmin[pb..pb + PANEL].as_ptr())
+                } else {
+                    _mm512_setzero_ps()
+                },
+                mins,
+            }
+        }
+    }
+
+    /// One token's fold of this block into `acc`, in [`crate::gemm`]'s order:
+    /// [`BlockFold::add_isum`], then (MINS) [`BlockFold::sub_mins`].
+    ///
+    /// # Safety
+    /// AVX-512 F/VNNI; `xs` holds 8 values when MINS.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512vnni")]
+    pub(super) unsafe fn apply(&self, acc: __m512, isum: __m512i, xd: f32, xs: &[i16]) -> __m512 {
+        let f = self.add_isum(acc, isum, xd);
+        if MINS { self.sub_mins(f, xd, xs) } else { f }
+    }
+
+    /// `acc + (d * xd) * (isum - corr)`.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    pub(super) fn add_isum(&self, acc: __m512, isum: __m512i, xd: f32) -> __m512 {
+        let xd = _mm512_set1_ps(xd);
+        let isum = _mm512_sub_epi32(isum, self.corr);
+        _mm512_add_ps(
+            acc,
+            _mm512_mul_ps(_mm512_mul_ps(self.d, xd), _mm512_cvtepi32_ps(isum)),
+        )
+    }
+
+    /// `acc - (dmin * xd) * msum`, `msum` = the mins times the token's 8 sums `xs`.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512vnni")]
+    pub(super) fn sub_mins(&self, acc: __m512, xd: f32, xs: &[i16]) -> __m512 {
+        let xs = xs[..8].as_ptr().cast::<i32>();
+        let mut msum = _mm512_setzero_si512();
+        for (q, mq) in self.mins.iter().enumerate() {
+            // SAFETY: pair q of the 8 sums (length checked by the slice above).
+            let pair = _mm512_set1_epi32(unsafe { xs.add(q).read_unaligned() });
+            msum = _mm512_dpwssd_epi32(msum, *mq, pair);
+        }
+        let xd = _mm512_set1_ps(xd);
+        _mm512_sub_ps(
+            acc,
+            _mm512_mul_ps(_mm512_mul_ps(self.dmin, xd), _mm512_cvtepi32_ps(msum)),
+        )
     }
 }
 

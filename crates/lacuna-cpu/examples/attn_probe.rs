@@ -10,6 +10,14 @@ fn main() {
         .collect();
     let v = q.clone();
     let mut out = vec![0.0f32; t * nh * hd];
+    let shape = lacuna_cpu::AttnShape {
+        queries: t,
+        keys: t,
+        n_head: nh,
+        n_head_kv: nh,
+        head_dim: hd,
+        scale: 0.088,
+    };
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(1)
         .build()
@@ -18,7 +26,7 @@ fn main() {
         (0..5)
             .map(|_| {
                 let t0 = std::time::Instant::now();
-                lacuna_cpu::attention(&q, &k, &v, t, nh, nh, hd, 0.088, &mut out).unwrap();
+                lacuna_cpu::attention(&q, &k, &v, shape, &mut out).unwrap();
                 t0.elapsed().as_secs_f64()
             })
             .fold(f64::INFINITY, f64::min)

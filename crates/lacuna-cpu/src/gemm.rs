@@ -109,6 +109,34 @@ pub fn matmul_on(
     Ok(())
 }
 
+/// `y[t][n] = x[t][k] . w^T` for float weights `w` (`n` rows), on this thread only: the
+/// building block of kernels that already run as parallel tasks (attention).
+///
+/// # Panics
+/// If `x` or `y` is too short or `n` exceeds `w`'s rows.
+pub(crate) fn float_serial(
+    path: Path,
+    w: &FloatPacked,
+    n: usize,
+    x: &[f32],
+    t: usize,
+    y: &mut [f32],
+) {
+    assert!(x.len() >= t * w.k && y.len() >= t * n && n <= w.panels * PANEL && path.is_available());
+    let out = Out {
+        ptr: y.as_mut_ptr(),
+        n,
+        t,
+    };
+    let kernel = float_kernel(path);
+    for p0 in (0..n.div_ceil(PANEL)).step_by(2) {
+        let np = (n.div_ceil(PANEL) - p0).min(2);
+        // SAFETY: the path is available and the lengths were checked above; this thread is
+        // the only writer of `y`.
+        unsafe { kernel(w, x, p0, np, out) };
+    }
+}
+
 fn check_len(what: &'static str, found: usize, expected: Option<usize>) -> Result<(), Error> {
     let expected = expected.ok_or(Error::BadShape {
         what,

@@ -10,7 +10,7 @@ mod norm;
 mod rope;
 mod softmax;
 
-pub use attention::attention;
+pub use attention::{AttnShape, attention};
 pub use norm::{rms_norm, swiglu};
 pub use rope::{rope_neox, rope_normal};
 pub use softmax::{argmax, log_softmax, softmax, top_k, top2};

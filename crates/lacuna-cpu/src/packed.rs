@@ -225,6 +225,32 @@ fn chunks_or_empty<T: Send>(v: &mut [T], size: usize, panels: usize) -> Vec<&mut
     }
 }
 
+impl FloatPacked {
+    /// The `n x k` f32 matrix whose element `(r, c)` is `src[r * rs + c * cs]`, packed
+    /// without rounding (attention packs keys and transposed values with it).
+    ///
+    /// # Panics
+    /// If an element lies outside `src`.
+    pub(crate) fn strided(src: &[f32], n: usize, k: usize, rs: usize, cs: usize) -> FloatPacked {
+        let panels = n.div_ceil(PANEL);
+        let mut w = vec![0.0f32; panels * PANEL * k];
+        for (pi, out) in w.chunks_exact_mut(PANEL * k).enumerate() {
+            let rows = PANEL.min(n - pi * PANEL);
+            for (c, line) in out.chunks_exact_mut(PANEL).enumerate() {
+                for (r, o) in line[..rows].iter_mut().enumerate() {
+                    *o = src[(pi * PANEL + r) * rs + c * cs];
+                }
+            }
+        }
+        FloatPacked {
+            k,
+            panels,
+            w,
+            round: FloatRound::None,
+        }
+    }
+}
+
 fn pack_float(ty: GgmlType, n: usize, k: usize, bytes: &[u8]) -> FloatPacked {
     let panels = n.div_ceil(PANEL);
     let mut w = vec![0.0f32; panels * PANEL * k];

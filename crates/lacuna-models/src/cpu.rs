@@ -1,7 +1,6 @@
 //! The CPU backend: `lacuna-cpu`'s kernels (GEMM over weights repacked once at load,
-//! RMSNorm, SwiGLU, softmax), the row-wise ones split over rayon tasks here, attention
-//! composed from its GEMM (see [`attention`]), and RoPE
-//! written here (rayon-parallel over positions, with `freq_scale`, which `lacuna-cpu`'s
+//! flash-style attention, RMSNorm, SwiGLU, softmax), the row-wise ones split over rayon
+//! tasks here, and RoPE written here (rayon-parallel over positions, with `freq_scale`, which `lacuna-cpu`'s
 //! single-threaded `rope_*` lacks; same arithmetic as ggml's rope cache).
 
 use lacuna_cpu::{PackedWeight, Workspace};
@@ -9,17 +8,14 @@ use lacuna_quant::GgmlType;
 use rayon::prelude::*;
 
 use crate::backend::{AttnShape, Backend, RopeParams};
-
-mod attention;
 use crate::{Result, RopeStyle};
 
 /// Runs a graph on the host CPU with the best instruction path `lacuna-cpu` detects.
 #[derive(Debug, Default)]
 pub struct CpuBackend {
     ws: Workspace,
-    /// All-rows attention output when only some rows are asked for.
-    attn_rows: Vec<f32>,
-    attn: attention::AttnScratch,
+    /// The query rows asked for, when not all.
+    q_rows: Vec<f32>,
 }
 
 impl CpuBackend {
@@ -74,23 +70,30 @@ impl Backend for CpuBackend {
         rows: Option<&[usize]>,
         out: &mut [f32],
     ) -> Result<()> {
-        let s = shape;
-        let Some(rows) = rows else {
-            return attention::attention(q, k, v, s, out, &mut self.attn);
+        let s = lacuna_cpu::AttnShape {
+            queries: shape.t,
+            keys: shape.t,
+            n_head: shape.n_head,
+            n_head_kv: shape.n_head_kv,
+            head_dim: shape.head_dim,
+            scale: shape.scale,
         };
-        // All rows, then the requested ones: the same arithmetic as the full pass, so a
-        // row's logits do not depend on which other rows were asked for.
+        let Some(rows) = rows else {
+            return Ok(lacuna_cpu::attention(q, k, v, s, out)?);
+        };
+        // Only the requested query rows: each row's arithmetic is independent of the others
+        // in `lacuna_cpu::attention`, so these are the bits a full pass would give.
         let width = s.n_head * s.head_dim;
-        let all = &mut self.attn_rows;
-        if all.len() < s.t * width {
-            all.resize(s.t * width, 0.0);
+        let qr = &mut self.q_rows;
+        qr.clear();
+        for &r in rows {
+            qr.extend_from_slice(&q[r * width..(r + 1) * width]);
         }
-        let all = &mut all[..s.t * width];
-        attention::attention(q, k, v, s, all, &mut self.attn)?;
-        for (o, &r) in out.chunks_exact_mut(width).zip(rows) {
-            o.copy_from_slice(&all[r * width..(r + 1) * width]);
-        }
-        Ok(())
+        let s = lacuna_cpu::AttnShape {
+            queries: rows.len(),
+            ..s
+        };
+        Ok(lacuna_cpu::attention(qr, k, v, s, out)?)
     }
 
     fn swiglu(&mut self, gate: &[f32], up: &[f32], out: &mut [f32]) -> Result<()> {

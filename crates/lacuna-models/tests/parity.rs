@@ -11,7 +11,7 @@
 //!   a summation-order difference of ~1e-7 upstream moves one activation across a rounding
 //!   boundary, that element changes by one quantization step and the row's logits by ~1e-3
 //!   (one step of 1/127 in one of 256 elements). Measured: `llada-moe` Q8_0 has two such rows
-//!   (1.9e-3, 3.1e-3); with attention composed from GEMM, `llada-moe` Q4_K_M has one (1.4e-3).
+//!   (1.9e-3, 3.1e-3); `llada-moe` Q4_K_M has one (1.4e-3).
 //! - F16: <= 1e-3, BF16: <= 5e-3 on every row (measured 3.2e-4 and 1.9e-3). Lacuna rounds
 //!   activations to f16/bf16 as ggml's `vec_dot_type` says; llama.cpp's result differs by
 //!   about the size of that rounding on dense F16/BF16 matmuls. The cause is not found yet

@@ -1,53 +1,78 @@
-//! Bidirectional (non-causal) multi-head and grouped-query attention with a blocked online
-//! softmax (flash-style): the `T x T` score matrix is never materialised; f32 accumulation.
+//! Bidirectional (non-causal) multi-head and grouped-query attention, flash-style: per task
+//! (one query head, up to [`QT`] query rows), keys in blocks of [`KB`] with an online
+//! softmax, so no more than `QT x KB` scores ever exist. Both products of a block,
+//! `S = Q K_b^T` and `O_b = P V_b`, run on the float GEMM's register-tiled microkernels
+//! (6 rows x 32 columns of FMA chains), with `K_b` and `V_b^T` packed once per call and
+//! shared by every query head of their key/value head (GQA). f32 throughout.
+//!
+//! A canvas of at most [`KB`] keys is one block: a plain softmax in ggml's order, no
+//! rescaling.
+//!
+//! Every query row's arithmetic depends only on that row, so computing a subset of the rows
+//! (the sampler's masked positions) gives the same bits as computing all of them.
 
 use rayon::prelude::*;
 
-use crate::Error;
+use crate::gemm::float_serial;
 use crate::ops::exp::exp;
-use crate::ops::{LANES, multiversion};
+use crate::ops::{LANES, Level, multiversion};
+use crate::packed::FloatPacked;
+use crate::{Error, Path};
 
-/// Query rows per task (each transposed key block serves all of them).
-const QB: usize = 16;
-/// Accumulator registers per query updated together (independent add chains) in `P . V`.
-const GROUP: usize = 4;
-/// Key rows per online-softmax step.
-const KB: usize = 64;
+/// Query rows per task: 8 register tiles of 6.
+const QT: usize = 48;
+/// Keys per online-softmax block: a canvas up to this long takes one block, i.e. a plain
+/// softmax with no rescaling.
+const KB: usize = 512;
 
 /// Shape of one attention call.
-#[derive(Debug, Clone, Copy)]
-struct Shape {
-    t: usize,
-    n_head: usize,
-    n_head_kv: usize,
-    head_dim: usize,
-    scale: f32,
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AttnShape {
+    /// Query rows.
+    pub queries: usize,
+    /// Key and value rows.
+    pub keys: usize,
+    /// Query heads.
+    pub n_head: usize,
+    /// Key/value heads; `n_head` must be a multiple of it.
+    pub n_head_kv: usize,
+    /// Width of one head.
+    pub head_dim: usize,
+    /// Multiplier of `q . k` before the softmax.
+    pub scale: f32,
 }
 
 /// `out = softmax(scale * Q K^T) V` per head, every query attending to every key.
 ///
-/// `q` and `out` are `[t][n_head][head_dim]`, `k` and `v` are `[t][n_head_kv][head_dim]`;
-/// query head `h` reads key/value head `h / (n_head / n_head_kv)` (ggml's broadcast).
-#[allow(clippy::too_many_arguments)]
+/// `q` and `out` are `[queries][n_head][head_dim]`, `k` and `v` are
+/// `[keys][n_head_kv][head_dim]`; query head `h` reads key/value head
+/// `h / (n_head / n_head_kv)` (ggml's broadcast).
 pub fn attention(
     q: &[f32],
     k: &[f32],
     v: &[f32],
-    t: usize,
-    n_head: usize,
-    n_head_kv: usize,
-    head_dim: usize,
-    scale: f32,
+    s: AttnShape,
     out: &mut [f32],
 ) -> Result<(), Error> {
-    if n_head == 0 || n_head_kv == 0 || head_dim == 0 || !n_head.is_multiple_of(n_head_kv) {
+    let (nh, nkv, hd) = (s.n_head, s.n_head_kv, s.head_dim);
+    if nh == 0 || nkv == 0 || hd == 0 || !nh.is_multiple_of(nkv) {
         return Err(Error::BadShape {
             what: "attention",
             detail: "need n_head, n_head_kv, head_dim > 0 and n_head a multiple of n_head_kv",
         });
     }
-    let qlen = t * n_head * head_dim;
-    let kvlen = t * n_head_kv * head_dim;
+    if s.queries > 0 && s.keys == 0 {
+        return Err(Error::BadShape {
+            what: "attention",
+            detail: "queries need at least one key",
+        });
+    }
+    let too_big = || Error::BadShape {
+        what: "attention",
+        detail: "rows x heads x head_dim overflows",
+    };
+    let qlen = s.queries.checked_mul(nh * hd).ok_or_else(too_big)?;
+    let kvlen = s.keys.checked_mul(nkv * hd).ok_or_else(too_big)?;
     for (what, expected, found) in [
         ("attention q", qlen, q.len()),
         ("attention k", kvlen, k.len()),
@@ -62,159 +87,185 @@ pub fn attention(
             });
         }
     }
-    if t == 0 {
+    if s.queries == 0 {
         return Ok(());
     }
-    let shape = Shape {
-        t,
-        n_head,
-        n_head_kv,
-        head_dim,
-        scale,
+    let path = match crate::ops::level() {
+        #[cfg(target_arch = "x86_64")]
+        Level::V512 => Path::Avx512Vnni,
+        #[cfg(target_arch = "x86_64")]
+        Level::V256 => Path::Avx2,
+        Level::Portable => Path::Scalar,
     };
-    let kt = transpose_keys(k, shape);
-    out.par_chunks_mut(QB * n_head * head_dim)
+    let kvrow = nkv * hd;
+    let nblk = s.keys.div_ceil(KB);
+    // [kv head][key block]: K_b (keys x head_dim) and V_b^T (head_dim x keys).
+    let packs: Vec<(FloatPacked, FloatPacked)> = (0..nkv * nblk)
+        .into_par_iter()
+        .map(|i| {
+            let (g, b) = (i / nblk, i % nblk);
+            let kn = KB.min(s.keys - b * KB);
+            let at = b * KB * kvrow + g * hd;
+            (
+                FloatPacked::strided(&k[at..], kn, hd, kvrow, 1),
+                FloatPacked::strided(&v[at..], hd, kn, 1, kvrow),
+            )
+        })
+        .collect();
+    // Per-head outputs `[n_head][queries][head_dim]`, interleaved into `out` at the end.
+    let mut heads = vec![0.0f32; qlen];
+    heads
+        .par_chunks_mut(s.queries * hd)
         .enumerate()
-        .for_each(|(b, o)| block(q, &kt, v, b * QB, shape, o));
+        .flat_map(|(h, oh)| {
+            oh.par_chunks_mut(QT * hd)
+                .enumerate()
+                .map(move |(i, o)| (h, i * QT, o))
+        })
+        .for_each_init(Scratch::default, |scr, (h, t0, o)| {
+            let g = h / (nh / nkv);
+            let kv = &packs[g * nblk..][..nblk];
+            tile(path, q, kv, s, h, t0, o, scr);
+        });
+    out.par_chunks_mut(nh * hd)
+        .enumerate()
+        .for_each(|(i, row)| {
+            for (h, dst) in row.chunks_exact_mut(hd).enumerate() {
+                dst.copy_from_slice(&heads[(h * s.queries + i) * hd..][..hd]);
+            }
+        });
     Ok(())
 }
 
-/// `k` (`[t][n_head_kv][head_dim]`) as `[n_head_kv][head_dim][t']`, `t'` rounded up to a
-/// whole number of key blocks with zeros, so scores are a multiply-add with keys as lanes.
-fn transpose_keys(k: &[f32], sh: Shape) -> Vec<f32> {
-    let (hd, tp) = (sh.head_dim, sh.t.next_multiple_of(KB));
-    let mut kt = vec![0.0f32; sh.n_head_kv * hd * tp];
-    kt.par_chunks_mut(hd * tp).enumerate().for_each(|(h, dst)| {
-        for j in 0..sh.t {
-            let kj = &k[(j * sh.n_head_kv + h) * hd..][..hd];
-            for (d, &x) in kj.iter().enumerate() {
-                dst[d * tp + j] = x;
-            }
+/// Per-thread buffers of [`tile`].
+#[derive(Default)]
+struct Scratch {
+    q: Vec<f32>,
+    scores: Vec<f32>,
+    block_out: Vec<f32>,
+    corr: Vec<f32>,
+    ml: Vec<(f32, f32)>,
+}
+
+/// Query head `h`, rows `t0..t0 + o.len() / head_dim`, into `o` (`[rows][head_dim]`).
+#[allow(clippy::too_many_arguments)]
+fn tile(
+    path: Path,
+    q: &[f32],
+    kv: &[(FloatPacked, FloatPacked)],
+    s: AttnShape,
+    h: usize,
+    t0: usize,
+    o: &mut [f32],
+    scr: &mut Scratch,
+) {
+    let hd = s.head_dim;
+    let nq = o.len() / hd;
+    let qrow = s.n_head * hd;
+    scr.q.clear();
+    for i in 0..nq {
+        scr.q
+            .extend_from_slice(&q[(t0 + i) * qrow + h * hd..][..hd]);
+    }
+    scr.scores.resize(nq * KB, 0.0);
+    if let [(kp, vt)] = kv {
+        // One key block: a plain softmax in ggml's order (scale, `e^(x - max)` summed in
+        // f64, normalise), then `P V`, as llama.cpp computes attention without flash
+        // attention; this keeps logits closest to its.
+        let sc = &mut scr.scores[..nq * s.keys];
+        float_serial(path, kp, s.keys, &scr.q, nq, sc);
+        for row in sc.chunks_exact_mut(s.keys) {
+            scale_row(row, s.scale);
+            crate::ops::softmax(row);
         }
-    });
-    kt
+        float_serial(path, vt, hd, sc, nq, o);
+        return;
+    }
+    scr.ml.clear();
+    scr.ml.resize(nq, (f32::NEG_INFINITY, 0.0));
+    scr.corr.resize(nq, 0.0);
+    scr.block_out.resize(nq * hd, 0.0);
+    for (b, (kp, vt)) in kv.iter().enumerate() {
+        let kn = KB.min(s.keys - b * KB);
+        let sc = &mut scr.scores[..nq * kn];
+        float_serial(path, kp, kn, &scr.q, nq, sc);
+        for ((row, (m, l)), c) in sc
+            .chunks_exact_mut(kn)
+            .zip(scr.ml.iter_mut())
+            .zip(scr.corr.iter_mut())
+        {
+            *c = online_softmax(row, s.scale, m, l);
+        }
+        if b == 0 {
+            float_serial(path, vt, hd, sc, nq, o);
+        } else {
+            float_serial(path, vt, hd, sc, nq, &mut scr.block_out);
+            rescale_add(o, &scr.block_out, &scr.corr, hd);
+        }
+    }
+    for (row, &(_, l)) in o.chunks_exact_mut(hd).zip(scr.ml.iter()) {
+        divide(row, l);
+    }
 }
 
 multiversion! {
-    /// All heads of the query rows `t0..t0 + o.len() / (n_head * head_dim)`.
-    ///
-    /// Per head and block of `KB` keys, queries in pairs: with the keys transposed
-    /// ([`transpose_keys`]) a query's `KB` scores are one vectorized multiply-add over `d`
-    /// (lanes = keys, no horizontal sums), and the output update `acc = acc * corr + P V`
-    /// runs over `d` in groups of registers held across the keys. Pairing shares every key
-    /// and value load between two queries; each query's arithmetic is the same as alone.
-    fn block(q: &[f32], kt: &[f32], v: &[f32], t0: usize, sh: Shape, o: &mut [f32]) {
-        let hd = sh.head_dim;
-        let tp = sh.t.next_multiple_of(KB);
-        let qrow = sh.n_head * hd;
-        let kvrow = sh.n_head_kv * hd;
-        let nq = o.len() / qrow;
-        let group = sh.n_head / sh.n_head_kv;
-        let mut acc = vec![0.0f32; QB * hd];
-        let mut ml = [(f32::NEG_INFINITY, 0.0f32); QB];
-        for h in 0..sh.n_head {
-            let kvh = h / group;
-            acc.fill(0.0);
-            ml.fill((f32::NEG_INFINITY, 0.0));
-            for kb in (0..sh.t).step_by(KB) {
-                let kn = (sh.t - kb).min(KB);
-                // Keys past `t` are zero padding: their scores are computed but never read
-                // (only the first `kn` are).
-                let kth = &kt[kvh * hd * tp..][..hd * tp];
-                let vb = &v[kb * kvrow + kvh * hd..];
-                for i in (0..nq).step_by(2) {
-                    let pair = (nq - i).min(2);
-                    let qa = &q[(t0 + i) * qrow + h * hd..][..hd];
-                    let qb = &q[(t0 + i + pair - 1) * qrow + h * hd..][..hd];
-                    // Fixed-size locals (not slices) so the sums live in registers.
-                    let mut sc = [[0.0f32; KB]; 2];
-                    for d in 0..hd {
-                        let row: &[f32; KB] =
-                            kth[d * tp + kb..][..KB].try_into().expect("KB wide");
-                        let (xa, xb) = (qa[d], qb[d]);
-                        for j in 0..KB {
-                            sc[0][j] += xa * row[j];
-                            sc[1][j] += xb * row[j];
-                        }
-                    }
-                    // Online softmax per query: `sc` becomes the probabilities.
-                    let mut corr = [0.0f32; 2];
-                    let mut live = [false; 2];
-                    for (e, s) in sc.iter_mut().enumerate().take(pair) {
-                        let s = &mut s[..kn];
-                        let mut bm = f32::NEG_INFINITY;
-                        for sj in s.iter_mut() {
-                            *sj *= sh.scale;
-                            bm = bm.max(*sj);
-                        }
-                        let (m, l) = &mut ml[i + e];
-                        let mnew = m.max(bm);
-                        if mnew == f32::NEG_INFINITY {
-                            continue;
-                        }
-                        corr[e] = exp(*m - mnew);
-                        *l *= corr[e];
-                        for sj in s.iter_mut() {
-                            *sj = exp(*sj - mnew);
-                        }
-                        for &p in s.iter() {
-                            *l += p;
-                        }
-                        *m = mnew;
-                        live[e] = true;
-                    }
-                    let (a0, a1) = acc[i * hd..].split_at_mut(hd);
-                    let accs = [a0, &mut a1[..if pair == 2 { hd } else { 0 }]];
-                    if live == [true, true] && hd.is_multiple_of(GROUP * LANES) {
-                        let [a0, a1] = accs;
-                        for d0 in (0..hd).step_by(GROUP * LANES) {
-                            let a0: &mut [f32; GROUP * LANES] =
-                                (&mut a0[d0..d0 + GROUP * LANES]).try_into().expect("group");
-                            let a1: &mut [f32; GROUP * LANES] =
-                                (&mut a1[d0..d0 + GROUP * LANES]).try_into().expect("group");
-                            let (mut r0, mut r1) = (*a0, *a1);
-                            for e in 0..GROUP * LANES {
-                                r0[e] *= corr[0];
-                                r1[e] *= corr[1];
-                            }
-                            for j in 0..kn {
-                                let vj: &[f32; GROUP * LANES] = vb[j * kvrow + d0..]
-                                    [..GROUP * LANES]
-                                    .try_into()
-                                    .expect("group wide");
-                                let (p0, p1) = (sc[0][j], sc[1][j]);
-                                for e in 0..GROUP * LANES {
-                                    r0[e] += p0 * vj[e];
-                                    r1[e] += p1 * vj[e];
-                                }
-                            }
-                            (*a0, *a1) = (r0, r1);
-                        }
-                    } else {
-                        for (e, a) in accs.into_iter().enumerate().take(pair) {
-                            if !live[e] {
-                                continue;
-                            }
-                            for x in a.iter_mut() {
-                                *x *= corr[e];
-                            }
-                            for (j, &p) in sc[e][..kn].iter().enumerate() {
-                                let vj = &vb[j * kvrow..][..hd];
-                                for (x, &y) in a.iter_mut().zip(vj) {
-                                    *x += p * y;
-                                }
-                            }
-                        }
-                    }
-                }
+    /// One online-softmax step of a query row: scales the block's scores `s` in place and
+    /// turns them into `e^(s - m')`, where `m'` is the new running maximum; updates the
+    /// running maximum `m` and sum `l`; returns `e^(m - m')`, the factor by which the output
+    /// so far must be multiplied.
+    fn online_softmax(s: &mut [f32], scale: f32, m: &mut f32, l: &mut f32) -> f32 {
+        let mut mx = [f32::NEG_INFINITY; LANES];
+        for c in s.chunks_mut(LANES) {
+            for (a, x) in mx.iter_mut().zip(c.iter_mut()) {
+                *x *= scale;
+                *a = a.max(*x);
             }
-            for i in 0..nq {
-                let l = ml[i].1;
-                let oi = &mut o[i * qrow + h * hd..][..hd];
-                for (dst, &a) in oi.iter_mut().zip(&acc[i * hd..][..hd]) {
-                    *dst = a / l;
-                }
+        }
+        let mnew = mx.iter().fold(*m, |a, &b| a.max(b));
+        if mnew == f32::NEG_INFINITY {
+            // Every score so far is -inf: nothing to weigh yet.
+            s.fill(0.0);
+            return 1.0;
+        }
+        let mut sum = [0.0f32; LANES];
+        for c in s.chunks_mut(LANES) {
+            for (a, x) in sum.iter_mut().zip(c.iter_mut()) {
+                *x = exp(*x - mnew);
+                *a += *x;
             }
+        }
+        let corr = exp(*m - mnew);
+        *l = *l * corr + sum.iter().sum::<f32>();
+        *m = mnew;
+        corr
+    }
+}
+
+multiversion! {
+    /// `o[i] = o[i] * corr[i] + add[i]` for every `width`-wide row `i`.
+    fn rescale_add(o: &mut [f32], add: &[f32], corr: &[f32], width: usize) {
+        for ((row, a), &c) in o.chunks_exact_mut(width).zip(add.chunks_exact(width)).zip(corr) {
+            for (x, &y) in row.iter_mut().zip(a) {
+                *x = *x * c + y;
+            }
+        }
+    }
+}
+
+multiversion! {
+    /// `row *= scale`.
+    fn scale_row(row: &mut [f32], scale: f32) {
+        for x in row.iter_mut() {
+            *x *= scale;
+        }
+    }
+}
+
+multiversion! {
+    /// `row /= l`.
+    fn divide(row: &mut [f32], l: f32) {
+        for x in row.iter_mut() {
+            *x /= l;
         }
     }
 }

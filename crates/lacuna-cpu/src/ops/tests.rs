@@ -23,7 +23,7 @@ fn bits(v: &[f32]) -> Vec<u32> {
 #[test]
 fn every_level_gives_the_same_bits() {
     let mut rng = Rng(0x1e7e1);
-    // head_dim 128 takes the register-group path of attention; 37 rows leave an odd query.
+    // 37 rows leave a ragged 6-row register tile in attention.
     let (t, nh, nkv, hd) = (37, 4, 2, 128);
     let q = vec(&mut rng, t * nh * hd, 2.0);
     let k = vec(&mut rng, t * nkv * hd, 2.0);
@@ -38,7 +38,7 @@ fn every_level_gives_the_same_bits() {
         .unwrap();
     let run = || {
         let mut att = vec![0.0; t * nh * hd];
-        pool.install(|| attention(&q, &k, &v, t, nh, nkv, hd, 0.2, &mut att).unwrap());
+        pool.install(|| attention(&q, &k, &v, shape(t, nh, nkv, hd, 0.2), &mut att).unwrap());
         let mut norm = vec![0.0; x.len()];
         rms_norm(&x, &w, 1e-6, &mut norm).unwrap();
         let mut sw = vec![0.0; x.len()];
@@ -234,11 +234,23 @@ fn rope_rotates_like_ggml() {
 fn bad_shapes_are_errors() {
     let mut out = vec![0.0; 8];
     assert!(matches!(
-        attention(&[0.0; 8], &[0.0; 8], &[0.0; 8], 2, 3, 2, 4, 1.0, &mut out),
+        attention(
+            &[0.0; 8],
+            &[0.0; 8],
+            &[0.0; 8],
+            shape(2, 3, 2, 4, 1.0),
+            &mut out
+        ),
         Err(Error::BadShape { .. })
     ));
     assert!(matches!(
-        attention(&[0.0; 8], &[0.0; 7], &[0.0; 8], 2, 1, 1, 4, 1.0, &mut out),
+        attention(
+            &[0.0; 8],
+            &[0.0; 7],
+            &[0.0; 8],
+            shape(2, 1, 1, 4, 1.0),
+            &mut out
+        ),
         Err(Error::BadLength {
             what: "attention k",
             ..
@@ -254,6 +266,17 @@ fn bad_shapes_are_errors() {
     assert_eq!(argmax(&[]), None);
 }
 
+fn shape(t: usize, n_head: usize, n_head_kv: usize, head_dim: usize, scale: f32) -> AttnShape {
+    AttnShape {
+        queries: t,
+        keys: t,
+        n_head,
+        n_head_kv,
+        head_dim,
+        scale,
+    }
+}
+
 /// Attention on random data against the f64 naive reference: the first mismatch, if any.
 fn check_attention(t: usize, nkv: usize, group: usize, hd: usize, seed: u64) -> Result<(), String> {
     let mut rng = Rng(seed | 1);
@@ -263,7 +286,7 @@ fn check_attention(t: usize, nkv: usize, group: usize, hd: usize, seed: u64) -> 
     let v = vec(&mut rng, t * nkv * hd, 3.0);
     let scale = 1.0 / (hd as f32).sqrt();
     let mut out = vec![f32::NAN; t * nh * hd];
-    attention(&q, &k, &v, t, nh, nkv, hd, scale, &mut out).unwrap();
+    attention(&q, &k, &v, shape(t, nh, nkv, hd, scale), &mut out).unwrap();
     let want = naive_attention(&q, &k, &v, t, nh, nkv, hd, scale);
     match out
         .iter()
@@ -275,10 +298,52 @@ fn check_attention(t: usize, nkv: usize, group: usize, hd: usize, seed: u64) -> 
     }
 }
 
-/// Head sizes of real models (64, 128: the paired register path) at ragged lengths, GQA.
+/// Head sizes of real models at ragged lengths, GQA; canvases past one key block (512)
+/// take the online-softmax rescaling.
 #[test]
 fn attention_matches_naive_at_model_head_sizes() {
-    for (t, hd) in [(1, 128), (17, 64), (100, 128), (131, 128)] {
+    for (t, hd) in [
+        (1, 128),
+        (17, 64),
+        (100, 128),
+        (131, 128),
+        (600, 64),
+        (1100, 16),
+    ] {
         check_attention(t, 2, 2, hd, 0xa77).unwrap();
+    }
+}
+
+/// A subset of the query rows gives the same bits as those rows of the full call, on every
+/// level, with one and several key blocks.
+#[test]
+fn attention_rows_are_independent() {
+    let mut rng = Rng(0x5e1ec7);
+    let (nh, nkv, hd) = (4, 2, 32);
+    for t in [70, 700] {
+        let q = vec(&mut rng, t * nh * hd, 2.0);
+        let k = vec(&mut rng, t * nkv * hd, 2.0);
+        let v = vec(&mut rng, t * nkv * hd, 2.0);
+        let mut all = vec![0.0; t * nh * hd];
+        attention(&q, &k, &v, shape(t, nh, nkv, hd, 0.3), &mut all).unwrap();
+        let rows = [t - 1, 3, 0, t / 2];
+        let w = nh * hd;
+        let qs: Vec<f32> = rows
+            .iter()
+            .flat_map(|&r| q[r * w..][..w].to_vec())
+            .collect();
+        let mut some = vec![0.0; rows.len() * w];
+        let s = AttnShape {
+            queries: rows.len(),
+            ..shape(t, nh, nkv, hd, 0.3)
+        };
+        attention(&qs, &k, &v, s, &mut some).unwrap();
+        for (i, &r) in rows.iter().enumerate() {
+            assert_eq!(
+                bits(&some[i * w..][..w]),
+                bits(&all[r * w..][..w]),
+                "t={t} row {r}"
+            );
+        }
     }
 }

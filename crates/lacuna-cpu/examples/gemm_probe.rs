@@ -35,14 +35,22 @@ fn main() {
             b[o..o + 2].copy_from_slice(&small);
         }
     }
-    let w = PackedWeight::new(ty, n, k, &bytes).unwrap();
+    // Optional 7th argument: cycle through this many copies of the weight, so that (with
+    // enough of them) each run streams its weights from memory as a forward pass does,
+    // instead of finding them in the last-level cache.
+    let copies: usize = args.get(7).map_or(1, |s| s.parse().unwrap());
+    let ws_all: Vec<PackedWeight> =
+        vec![PackedWeight::new(ty, n, k, &bytes).unwrap(); copies.max(1)];
     let x: Vec<f32> = (0..t * k)
         .map(|i| ((i * 7919) % 2001) as f32 / 1000.0 - 1.0)
         .collect();
     let mut y = vec![0.0f32; t * n];
     let mut ws = Workspace::new();
+    // PROBE_THREADS=2: time the GEMM on that many threads by wall clock (the peak loop stays
+    // one thread, CPU time).
+    let threads: usize = std::env::var("PROBE_THREADS").map_or(1, |s| s.parse().unwrap());
     let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(1)
+        .num_threads(threads)
         .build()
         .unwrap();
     // Each kernel run is paired with a run of the path's peak loop, so the ratio is taken
@@ -51,12 +59,18 @@ fn main() {
     let mut peaks = Vec::new();
     let mut times: Vec<f64> = pool.install(|| {
         (0..iters)
-            .map(|_| {
+            .map(|i| {
+                let w = &ws_all[i % ws_all.len()];
                 let t0 = thread_cpu_time().unwrap();
                 let ops = lacuna_cpu::peak::int8_dot_ops(peak_path, 1 << 18).unwrap();
                 peaks.push(ops as f64 / (thread_cpu_time().unwrap() - t0).as_secs_f64() / 1e9);
+                if threads > 1 {
+                    let t0 = std::time::Instant::now();
+                    matmul_on(path, &x, t, w, &mut y, &mut ws).unwrap();
+                    return t0.elapsed().as_secs_f64();
+                }
                 let t0 = thread_cpu_time().unwrap();
-                matmul_on(path, &x, t, &w, &mut y, &mut ws).unwrap();
+                matmul_on(path, &x, t, w, &mut y, &mut ws).unwrap();
                 (thread_cpu_time().unwrap() - t0).as_secs_f64()
             })
             .collect()

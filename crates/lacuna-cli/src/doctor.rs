@@ -11,31 +11,22 @@ pub(crate) struct DoctorArgs {
     json: bool,
 }
 
-/// CPU flags (as `/proc/cpuinfo` spells them) each kernel path needs.
-pub(crate) fn required_flags(path: Path) -> &'static [&'static str] {
-    match path {
-        Path::Scalar => &[],
-        Path::Avx2 => &["avx2", "fma"],
-        Path::AvxVnni => &["avx2", "fma", "avx_vnni"],
-        Path::Avx512Vnni => &[
-            "avx2",
-            "fma",
-            "avx512f",
-            "avx512bw",
-            "avx512vl",
-            "avx512_vnni",
-        ],
-        Path::Amx => &[
-            "avx2",
-            "fma",
-            "avx512f",
-            "avx512bw",
-            "avx512vl",
-            "avx512_vnni",
-            "amx_tile",
-            "amx_int8",
-        ],
-    }
+/// CPU flags (as `/proc/cpuinfo` spells them) each kernel path needs: its own and those of
+/// the path it builds on.
+pub(crate) fn required_flags(path: Path) -> Vec<&'static str> {
+    let (base, own): (Option<Path>, &[&str]) = match path {
+        Path::Scalar => (None, &[]),
+        Path::Avx2 => (None, &["avx2", "fma"]),
+        Path::AvxVnni => (Some(Path::Avx2), &["avx_vnni"]),
+        Path::Avx512Vnni => (
+            Some(Path::Avx2),
+            &["avx512f", "avx512bw", "avx512vl", "avx512_vnni"],
+        ),
+        Path::Amx => (Some(Path::Avx512Vnni), &["amx_tile", "amx_int8"]),
+    };
+    let mut flags = base.map(required_flags).unwrap_or_default();
+    flags.extend_from_slice(own);
+    flags
 }
 
 /// SIMD flags worth reporting, in `/proc/cpuinfo` spelling.
@@ -79,8 +70,7 @@ pub(crate) fn missing(path: Path, flags: &[&str]) -> Option<String> {
         return None;
     }
     let absent: Vec<&str> = required_flags(path)
-        .iter()
-        .copied()
+        .into_iter()
         .filter(|f| !flags.contains(f))
         .collect();
     Some(if absent.is_empty() {

@@ -32,3 +32,21 @@ fn missing_names_the_absent_flags_of_unavailable_paths() {
         }
     }
 }
+
+#[test]
+fn required_flags_include_the_base_paths() {
+    assert_eq!(required_flags(Path::AvxVnni), ["avx2", "fma", "avx_vnni"]);
+    assert_eq!(
+        required_flags(Path::Amx),
+        [
+            "avx2",
+            "fma",
+            "avx512f",
+            "avx512bw",
+            "avx512vl",
+            "avx512_vnni",
+            "amx_tile",
+            "amx_int8"
+        ]
+    );
+}

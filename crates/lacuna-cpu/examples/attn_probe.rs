@@ -22,11 +22,12 @@ fn main() {
         .num_threads(1)
         .build()
         .unwrap();
+    let mut ws = lacuna_cpu::Workspace::new();
     let best = pool.install(|| {
         (0..5)
             .map(|_| {
                 let t0 = std::time::Instant::now();
-                lacuna_cpu::attention(&q, &k, &v, shape, &mut out).unwrap();
+                lacuna_cpu::attention(&q, &k, &v, shape, &mut out, &mut ws).unwrap();
                 t0.elapsed().as_secs_f64()
             })
             .fold(f64::INFINITY, f64::min)

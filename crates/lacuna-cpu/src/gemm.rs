@@ -27,11 +27,12 @@ mod scalar;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
-/// Reusable buffers for [`matmul`]: keep one per thread of the caller and the hot loop never
-/// allocates once the buffers have grown to the largest matmul.
+/// Reusable buffers for [`matmul`] and [`crate::attention`]: keep one per thread of the
+/// caller and neither allocates once the buffers have grown to the largest call.
 #[derive(Debug, Default)]
 pub struct Workspace {
     acts: Acts,
+    pub(crate) attn: crate::ops::AttnBuffers,
 }
 
 impl Workspace {

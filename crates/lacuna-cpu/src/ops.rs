@@ -10,6 +10,7 @@ mod norm;
 mod rope;
 mod softmax;
 
+pub(crate) use attention::AttnBuffers;
 pub use attention::{AttnShape, attention};
 pub use norm::{rms_norm, swiglu};
 pub use rope::{rope_neox, rope_normal};

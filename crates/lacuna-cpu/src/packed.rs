@@ -226,15 +226,27 @@ fn chunks_or_empty<T: Send>(v: &mut [T], size: usize, panels: usize) -> Vec<&mut
 }
 
 impl FloatPacked {
-    /// The `n x k` f32 matrix whose element `(r, c)` is `src[r * rs + c * cs]`, packed
-    /// without rounding (attention packs keys and transposed values with it).
+    /// An empty packed matrix, to be filled by [`FloatPacked::fill_strided`].
+    pub(crate) fn empty() -> FloatPacked {
+        FloatPacked {
+            k: 0,
+            panels: 0,
+            w: Vec::new(),
+            round: FloatRound::None,
+        }
+    }
+
+    /// Refills `self` with the `n x k` f32 matrix whose element `(r, c)` is
+    /// `src[r * rs + c * cs]`, without rounding, reusing its buffer (attention packs keys
+    /// and transposed values with it on every call).
     ///
     /// # Panics
     /// If an element lies outside `src`.
-    pub(crate) fn strided(src: &[f32], n: usize, k: usize, rs: usize, cs: usize) -> FloatPacked {
+    pub(crate) fn fill_strided(&mut self, src: &[f32], n: usize, k: usize, rs: usize, cs: usize) {
         let panels = n.div_ceil(PANEL);
-        let mut w = vec![0.0f32; panels * PANEL * k];
-        for (pi, out) in w.chunks_exact_mut(PANEL * k).enumerate() {
+        self.w.clear();
+        self.w.resize(panels * PANEL * k, 0.0);
+        for (pi, out) in self.w.chunks_exact_mut(PANEL * k).enumerate() {
             let rows = PANEL.min(n - pi * PANEL);
             for (c, line) in out.chunks_exact_mut(PANEL).enumerate() {
                 for (r, o) in line[..rows].iter_mut().enumerate() {
@@ -242,12 +254,9 @@ impl FloatPacked {
                 }
             }
         }
-        FloatPacked {
-            k,
-            panels,
-            w,
-            round: FloatRound::None,
-        }
+        self.k = k;
+        self.panels = panels;
+        self.round = FloatRound::None;
     }
 }
 

@@ -79,7 +79,7 @@ impl Backend for CpuBackend {
             scale: shape.scale,
         };
         let Some(rows) = rows else {
-            return Ok(lacuna_cpu::attention(q, k, v, s, out)?);
+            return Ok(lacuna_cpu::attention(q, k, v, s, out, &mut self.ws)?);
         };
         // Only the requested query rows: each row's arithmetic is independent of the others
         // in `lacuna_cpu::attention`, so these are the bits a full pass would give.
@@ -93,7 +93,7 @@ impl Backend for CpuBackend {
             queries: rows.len(),
             ..s
         };
-        Ok(lacuna_cpu::attention(qr, k, v, s, out)?)
+        Ok(lacuna_cpu::attention(qr, k, v, s, out, &mut self.ws)?)
     }
 
     fn swiglu(&mut self, gate: &[f32], up: &[f32], out: &mut [f32]) -> Result<()> {

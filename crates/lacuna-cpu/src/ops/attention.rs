@@ -17,7 +17,7 @@ use crate::gemm::float_serial;
 use crate::ops::exp::exp;
 use crate::ops::{LANES, Level, multiversion};
 use crate::packed::FloatPacked;
-use crate::{Error, Path};
+use crate::{Error, Path, Workspace};
 
 /// Query rows per task: 8 register tiles of 6.
 const QT: usize = 48;
@@ -46,13 +46,15 @@ pub struct AttnShape {
 ///
 /// `q` and `out` are `[queries][n_head][head_dim]`, `k` and `v` are
 /// `[keys][n_head_kv][head_dim]`; query head `h` reads key/value head
-/// `h / (n_head / n_head_kv)` (ggml's broadcast).
+/// `h / (n_head / n_head_kv)` (ggml's broadcast). `ws` keeps the packed keys and values and
+/// the per-head outputs between calls.
 pub fn attention(
     q: &[f32],
     k: &[f32],
     v: &[f32],
     s: AttnShape,
     out: &mut [f32],
+    ws: &mut Workspace,
 ) -> Result<(), Error> {
     let (nh, nkv, hd) = (s.n_head, s.n_head_kv, s.head_dim);
     if nh == 0 || nkv == 0 || hd == 0 || !nh.is_multiple_of(nkv) {
@@ -99,21 +101,26 @@ pub fn attention(
     };
     let kvrow = nkv * hd;
     let nblk = s.keys.div_ceil(KB);
+    let AttnBuffers { packs, heads } = &mut ws.attn;
     // [kv head][key block]: K_b (keys x head_dim) and V_b^T (head_dim x keys).
-    let packs: Vec<(FloatPacked, FloatPacked)> = (0..nkv * nblk)
-        .into_par_iter()
-        .map(|i| {
-            let (g, b) = (i / nblk, i % nblk);
-            let kn = KB.min(s.keys - b * KB);
-            let at = b * KB * kvrow + g * hd;
-            (
-                FloatPacked::strided(&k[at..], kn, hd, kvrow, 1),
-                FloatPacked::strided(&v[at..], hd, kn, 1, kvrow),
-            )
-        })
-        .collect();
-    // Per-head outputs `[n_head][queries][head_dim]`, interleaved into `out` at the end.
-    let mut heads = vec![0.0f32; qlen];
+    if packs.len() < nkv * nblk {
+        packs.resize_with(nkv * nblk, || (FloatPacked::empty(), FloatPacked::empty()));
+    }
+    let packs = &mut packs[..nkv * nblk];
+    packs.par_iter_mut().enumerate().for_each(|(i, (kp, vt))| {
+        let (g, b) = (i / nblk, i % nblk);
+        let kn = KB.min(s.keys - b * KB);
+        let at = b * KB * kvrow + g * hd;
+        kp.fill_strided(&k[at..], kn, hd, kvrow, 1);
+        vt.fill_strided(&v[at..], hd, kn, 1, kvrow);
+    });
+    let packs = &*packs;
+    // Per-head outputs `[n_head][queries][head_dim]` (every element written), interleaved
+    // into `out` at the end.
+    if heads.len() < qlen {
+        heads.resize(qlen, 0.0);
+    }
+    let heads = &mut heads[..qlen];
     heads
         .par_chunks_mut(s.queries * hd)
         .enumerate()
@@ -127,6 +134,7 @@ pub fn attention(
             let kv = &packs[g * nblk..][..nblk];
             tile(path, q, kv, s, h, t0, o, scr);
         });
+    let heads = &*heads;
     out.par_chunks_mut(nh * hd)
         .enumerate()
         .for_each(|(i, row)| {
@@ -135,6 +143,15 @@ pub fn attention(
             }
         });
     Ok(())
+}
+
+/// Buffers [`attention`] keeps in a [`Workspace`] between calls.
+#[derive(Debug, Default)]
+pub(crate) struct AttnBuffers {
+    /// `[kv head][key block]`: packed `K_b` and `V_b^T`.
+    packs: Vec<(FloatPacked, FloatPacked)>,
+    /// `[n_head][queries][head_dim]` outputs.
+    heads: Vec<f32>,
 }
 
 /// Per-thread buffers of [`tile`].

@@ -38,7 +38,17 @@ fn every_level_gives_the_same_bits() {
         .unwrap();
     let run = || {
         let mut att = vec![0.0; t * nh * hd];
-        pool.install(|| attention(&q, &k, &v, shape(t, nh, nkv, hd, 0.2), &mut att).unwrap());
+        pool.install(|| {
+            attention(
+                &q,
+                &k,
+                &v,
+                shape(t, nh, nkv, hd, 0.2),
+                &mut att,
+                &mut crate::Workspace::new(),
+            )
+            .unwrap()
+        });
         let mut norm = vec![0.0; x.len()];
         rms_norm(&x, &w, 1e-6, &mut norm).unwrap();
         let mut sw = vec![0.0; x.len()];
@@ -239,7 +249,8 @@ fn bad_shapes_are_errors() {
             &[0.0; 8],
             &[0.0; 8],
             shape(2, 3, 2, 4, 1.0),
-            &mut out
+            &mut out,
+            &mut crate::Workspace::new()
         ),
         Err(Error::BadShape { .. })
     ));
@@ -249,7 +260,8 @@ fn bad_shapes_are_errors() {
             &[0.0; 7],
             &[0.0; 8],
             shape(2, 1, 1, 4, 1.0),
-            &mut out
+            &mut out,
+            &mut crate::Workspace::new()
         ),
         Err(Error::BadLength {
             what: "attention k",
@@ -286,7 +298,15 @@ fn check_attention(t: usize, nkv: usize, group: usize, hd: usize, seed: u64) -> 
     let v = vec(&mut rng, t * nkv * hd, 3.0);
     let scale = 1.0 / (hd as f32).sqrt();
     let mut out = vec![f32::NAN; t * nh * hd];
-    attention(&q, &k, &v, shape(t, nh, nkv, hd, scale), &mut out).unwrap();
+    attention(
+        &q,
+        &k,
+        &v,
+        shape(t, nh, nkv, hd, scale),
+        &mut out,
+        &mut crate::Workspace::new(),
+    )
+    .unwrap();
     let want = naive_attention(&q, &k, &v, t, nh, nkv, hd, scale);
     match out
         .iter()
@@ -320,12 +340,14 @@ fn attention_matches_naive_at_model_head_sizes() {
 fn attention_rows_are_independent() {
     let mut rng = Rng(0x5e1ec7);
     let (nh, nkv, hd) = (4, 2, 32);
-    for t in [70, 700] {
+    // One workspace throughout: buffers left by a larger call must not leak into a smaller.
+    let mut ws = crate::Workspace::new();
+    for t in [700, 70] {
         let q = vec(&mut rng, t * nh * hd, 2.0);
         let k = vec(&mut rng, t * nkv * hd, 2.0);
         let v = vec(&mut rng, t * nkv * hd, 2.0);
         let mut all = vec![0.0; t * nh * hd];
-        attention(&q, &k, &v, shape(t, nh, nkv, hd, 0.3), &mut all).unwrap();
+        attention(&q, &k, &v, shape(t, nh, nkv, hd, 0.3), &mut all, &mut ws).unwrap();
         let rows = [t - 1, 3, 0, t / 2];
         let w = nh * hd;
         let qs: Vec<f32> = rows
@@ -337,7 +359,7 @@ fn attention_rows_are_independent() {
             queries: rows.len(),
             ..shape(t, nh, nkv, hd, 0.3)
         };
-        attention(&qs, &k, &v, s, &mut some).unwrap();
+        attention(&qs, &k, &v, s, &mut some, &mut ws).unwrap();
         for (i, &r) in rows.iter().enumerate() {
             assert_eq!(
                 bits(&some[i * w..][..w]),

@@ -44,6 +44,15 @@ fn workload_label(r: &BenchResult) -> String {
     }
 }
 
+/// Whether the run kept AMX off on a machine that has it (a Lacuna path forced below AMX, a
+/// llama.cpp build without it). Such runs get rows of their own, compared only with each
+/// other: they stand for the many AVX-512 machines without AMX.
+fn amx_off(r: &BenchResult) -> bool {
+    let has_amx = r.machine.simd.iter().any(|f| f.starts_with("amx"));
+    let build = r.engine.build.as_str();
+    has_amx && (build.contains("no-amx") || !build.contains("amx"))
+}
+
 fn model_label(r: &BenchResult) -> String {
     let m = &r.model;
     format!(
@@ -121,16 +130,18 @@ pub(crate) fn render(results: &[Loaded]) -> String {
         );
         out.push_str("| model | workload | Lacuna ms/step | llama.cpp ms/step (best threads) | speed-up | result files |\n");
         out.push_str("|---|---|---|---|---|---|\n");
-        let mut rows: BTreeMap<(String, WorkloadKind, String), Vec<&Loaded>> = BTreeMap::new();
+        let mut rows: BTreeMap<(String, WorkloadKind, String, bool), Vec<&Loaded>> =
+            BTreeMap::new();
         for l in runs {
             let key = (
                 l.result.model.id.clone(),
                 l.result.workload.kind,
                 workload_label(&l.result),
+                amx_off(&l.result),
             );
             rows.entry(key).or_default().push(l);
         }
-        for row in rows.values_mut() {
+        for ((_, _, workload, off), row) in rows.iter_mut() {
             row.sort_by(|a, b| a.path.cmp(&b.path));
             let lacuna = best(row, "lacuna");
             let llama = best(row, "llama.cpp");
@@ -157,7 +168,11 @@ pub(crate) fn render(results: &[Loaded]) -> String {
                 out,
                 "| {} | {} | {} | {} | {} | {} |",
                 model_label(&row[0].result),
-                workload_label(&row[0].result),
+                if *off {
+                    format!("{workload}, AMX off (AVX-512 kernels)")
+                } else {
+                    workload.clone()
+                },
                 cell(lacuna),
                 cell(llama),
                 ratio,
@@ -165,7 +180,7 @@ pub(crate) fn render(results: &[Loaded]) -> String {
             );
         }
     }
-    out.push_str("\nSpeed-up = llama.cpp's best median ÷ Lacuna's best median on the same machine, model and workload (above 1 means Lacuna is faster).\n");
+    out.push_str("\nSpeed-up = llama.cpp's best median ÷ Lacuna's best median on the same machine, model and workload (above 1 means Lacuna is faster). Rows marked \"AMX off\" compare runs with AMX unused on an AMX machine (Lacuna forced to its AVX-512 kernels, llama.cpp built without AMX), standing in for AVX-512 machines without AMX.\n");
     out
 }
 

@@ -155,3 +155,38 @@ fn no_results_renders_an_honest_placeholder() {
     assert!(readme(dir.path()).contains("_No benchmark results yet._"));
     assert_eq!(verify(dir.path()).unwrap(), 0);
 }
+
+#[test]
+fn amx_off_runs_get_their_own_row() {
+    let with = |mut v: serde_json::Value, build: &str| {
+        v["engine"]["build"] = build.into();
+        v["machine"]["simd"] = serde_json::json!(["avx512vnni", "amx-int8"]);
+        v
+    };
+    let dir = repo(&[
+        (
+            "lacuna-amx.json",
+            with(sample("lacuna", 2, 400.0), "cpu-amx"),
+        ),
+        (
+            "llama-amx.json",
+            with(sample("llama.cpp", 2, 1000.0), "amx"),
+        ),
+        (
+            "lacuna-avx512.json",
+            with(sample("lacuna", 2, 600.0), "cpu-avx512vnni"),
+        ),
+        (
+            "llama-avx512.json",
+            with(sample("llama.cpp", 2, 1800.0), "avx512-no-amx"),
+        ),
+    ]);
+    render_readme(dir.path()).unwrap();
+    let text = readme(dir.path());
+    // AMX against AMX (1000 / 400), AVX-512 against AVX-512 (1800 / 600).
+    assert!(
+        text.contains("| forward, T=160 | 400.0 (2 thr, cpu-amx) | 1000.0 (2 thr, amx) | 2.50× |"),
+        "{text}"
+    );
+    assert!(text.contains("| forward, T=160, AMX off (AVX-512 kernels) | 600.0 (2 thr, cpu-avx512vnni) | 1800.0 (2 thr, avx512-no-amx) | 3.00× |"), "{text}");
+}

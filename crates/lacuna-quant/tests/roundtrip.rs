@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{QUANTIZERS, dequant, ggml_array_rmse, ggml_test_data, quant};
+use common::{dequant, ggml_array_rmse, ggml_test_data, quant, quantized};
 use lacuna_quant::{GgmlType, vec_dot, vec_dot_type};
 
 const TEST_SIZE: usize = 32 * 128;
@@ -25,11 +25,6 @@ fn max_dot_error(ty: GgmlType) -> f32 {
         GgmlType::TQ1_0 | GgmlType::TQ2_0 => 0.15,
         _ => 0.02,
     }
-}
-
-/// The quantized types of ggml's test: every quantizer but the lossless F32 copy.
-fn quantized() -> impl Iterator<Item = GgmlType> {
-    QUANTIZERS.iter().copied().filter(|&ty| ty != GgmlType::F32)
 }
 
 #[test]

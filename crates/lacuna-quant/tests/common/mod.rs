@@ -104,3 +104,9 @@ pub(crate) const QUANTIZERS: &[GgmlType] = &[
     GgmlType::TQ1_0,
     GgmlType::TQ2_0,
 ];
+
+/// Every quantizer but the lossless F32 copy: the types with ggml reference vectors and
+/// ggml's quantization-error thresholds.
+pub(crate) fn quantized() -> impl Iterator<Item = GgmlType> {
+    QUANTIZERS.iter().copied().filter(|&ty| ty != GgmlType::F32)
+}

@@ -1,7 +1,8 @@
 //! The CPU backend: `lacuna-cpu`'s kernels (GEMM over weights repacked once at load,
 //! flash-style attention, RMSNorm, SwiGLU, softmax), the row-wise ones split over rayon
-//! tasks here, and RoPE written here (rayon-parallel over positions, with `freq_scale`, which `lacuna-cpu`'s
-//! single-threaded `rope_*` lacks; same arithmetic as ggml's rope cache).
+//! tasks here, and RoPE written here (rayon-parallel over positions, with `freq_scale`,
+//! which `lacuna-cpu`'s single-threaded `rope_*` lacks; same arithmetic as ggml's rope
+//! cache).
 
 use lacuna_cpu::{PackedWeight, Workspace};
 use lacuna_quant::GgmlType;

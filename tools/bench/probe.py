@@ -8,12 +8,50 @@ run is paired with a 1-thread run of the path's int8 peak loop.
 
     cargo build --release -p lacuna-cpu --example gemm_probe
     python3 tools/bench/probe.py --out bench-results/xeon-2c-amx/kernels/NAME.json
+
+With --attention T [T ...] it runs crates/lacuna-cpu/examples/attn_probe.rs instead (one
+thread, LLaDA-8B heads, best of 5 per run) and keeps each T's best over the rounds.
 """
 import argparse, datetime, json, os, re, statistics, subprocess
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PROBE = os.path.join(ROOT, "target/release/examples/gemm_probe")
+ATTN = os.path.join(ROOT, "target/release/examples/attn_probe")
+ATTN_LINE = re.compile(r"T=(\d+): ([\d.]+) ms, ([\d.]+) GFLOP/s")
 LINE = re.compile(r"best ([\d.]+) GOP/s\s+median ([\d.]+) GOP/s; peak best (\d+) median (\d+)")
+
+
+def commit():
+    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+
+
+def write(path, doc):
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+
+
+def attention(a):
+    runs = {}
+    for _ in range(a.rounds):
+        for t in a.attention:
+            out = subprocess.run([ATTN, str(t)], capture_output=True, text=True, check=True).stdout
+            m = ATTN_LINE.search(out)
+            runs.setdefault(t, []).append((float(m.group(2)), float(m.group(3))))
+    cases = [dict(t=t, heads=32, kv_heads=32, head_dim=128, threads=1,
+                  ms_best=min(r[0] for r in rs), ms_median_of_rounds=statistics.median(r[0] for r in rs),
+                  gflops_best=max(r[1] for r in rs)) for t, rs in runs.items()]
+    write(a.out, dict(kind="lacuna.attn-probe.raw.v0",
+                      note="lacuna_cpu::attention at LLaDA-8B head shapes (32 heads of 128, no GQA), one "
+                           "thread, one workspace reused across calls; each run is the best of 5 calls, "
+                           "rounds interleave the lengths. GFLOP/s counts the two products (4 T^2 d per head).",
+                      repo_commit=commit(),
+                      date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                      reproduce="cargo build --release -p lacuna-cpu --example attn_probe && "
+                                "python3 tools/bench/probe.py --attention 160 544 1100 --out FILE",
+                      cases=cases))
+    for c in cases:
+        print(c)
 
 
 def main():
@@ -25,7 +63,11 @@ def main():
     ap.add_argument("--threads", nargs="+", type=int, default=[1, 2])
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--rounds", type=int, default=4)
+    ap.add_argument("--attention", nargs="+", type=int, metavar="T",
+                    help="time attention at these canvas lengths instead of the GEMM grid")
     a = ap.parse_args()
+    if a.attention:
+        return attention(a)
     n, k, t = a.shape
     runs = {}
     for _ in range(a.rounds):
@@ -51,20 +93,17 @@ def main():
         if c["threads"] > 1:
             one = next(x for x in cases if (x["path"], x["type"], x["threads"]) == (c["path"], c["type"], 1))
             c["scaling_best_over_1_thread_best"] = round(c["gops_best"] / one["gops_best"], 3)
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     doc = dict(kind="lacuna.gemm-probe.raw.v0",
                note="Best-of GEMM timings from gemm_probe over interleaved rounds; 1 thread on the "
                     "thread CPU clock, more threads by wall clock; peak = the path's 1-thread int8 "
                     "peak loop run beside each timing. The machine is a 2-vCPU VM with noisy "
                     "neighbours: medians mix quiet and noisy spells, best-of is the quiet figure. "
                     "best_over_peak_best is per thread (gops_best / (threads x peak)).",
-               repo_commit=commit,
+               repo_commit=commit(),
                date=datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
                reproduce="cargo build --release -p lacuna-cpu --example gemm_probe && python3 tools/bench/probe.py --out FILE",
                cases=cases)
-    with open(a.out, "w") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
+    write(a.out, doc)
     for c in cases:
         print(c)
 

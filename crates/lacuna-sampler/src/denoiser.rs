@@ -1,7 +1,30 @@
-//! The one thing a sampler needs from a model: logits for some rows of a canvas.
+//! The one thing a sampler needs from a model: logits for some rows of a canvas, computed
+//! either from scratch ([`Pass::Full`]) or, for models that keep a per-layer key/value cache
+//! between steps, by refreshing that cache ([`Pass::Fill`]) and then recomputing only a window
+//! of positions against it ([`Pass::Window`]).
+
+use std::ops::Range;
 
 use crate::error::Error;
 use crate::output::Stats;
+
+/// What one denoiser call computes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Pass {
+    /// Every position through every layer; no cache is read or written (the official
+    /// samplers, and every step without a cache policy).
+    Full,
+    /// Every position through every layer, exactly as [`Pass::Full`] (same logits, bit for
+    /// bit), and each layer's keys and values of every position are kept for later
+    /// [`Pass::Window`] calls on a canvas of the same length.
+    Fill,
+    /// Only the positions in this range go through the layers. Their keys and values are
+    /// computed fresh and written into the cache; every other position's keys and values are
+    /// read from the cache as the last [`Pass::Fill`] (or window covering it) left them,
+    /// which is stale wherever the canvas changed since: that staleness is the approximation
+    /// of Fast-dLLM's prefix and dual caches. Requested rows must lie in the range.
+    Window(Range<usize>),
+}
 
 /// A mask predictor: given the whole canvas, the logits of some of its output rows.
 ///
@@ -25,6 +48,25 @@ pub trait Denoiser {
         rows: &[usize],
         out: &mut [f32],
     ) -> Result<(), Self::Error>;
+
+    /// Whether [`Denoiser::forward`] keeps a key/value cache, so that [`Pass::Window`] costs
+    /// less than a full pass. Samplers refuse a cache policy for a denoiser without one.
+    fn supports_cache(&self) -> bool {
+        false
+    }
+
+    /// Writes the logits of canvas rows `rows` as [`Denoiser::logits`] does, computing them as
+    /// `pass` says. The default computes every pass as a full one (exact, no cache).
+    fn forward(
+        &mut self,
+        canvas: &[u32],
+        pass: &Pass,
+        rows: &[usize],
+        out: &mut [f32],
+    ) -> Result<(), Self::Error> {
+        let _ = pass;
+        self.logits(canvas, rows, out)
+    }
 }
 
 impl<D: Denoiser + ?Sized> Denoiser for &mut D {
@@ -40,6 +82,18 @@ impl<D: Denoiser + ?Sized> Denoiser for &mut D {
     ) -> Result<(), Self::Error> {
         (**self).logits(canvas, rows, out)
     }
+    fn supports_cache(&self) -> bool {
+        (**self).supports_cache()
+    }
+    fn forward(
+        &mut self,
+        canvas: &[u32],
+        pass: &Pass,
+        rows: &[usize],
+        out: &mut [f32],
+    ) -> Result<(), Self::Error> {
+        (**self).forward(canvas, pass, rows, out)
+    }
 }
 
 /// Asks `denoiser` for `rows`, resizing `out`, counts the call, and rejects bad rows (see
@@ -51,14 +105,47 @@ pub(crate) fn fetch_logits<D: Denoiser>(
     out: &mut Vec<f32>,
     stats: &mut Stats,
 ) -> Result<(), Error<D::Error>> {
+    fetch_pass(denoiser, canvas, &Pass::Full, rows, out, stats)
+}
+
+/// [`fetch_logits`] for any [`Pass`]: a full pass goes through [`Denoiser::logits`] (so the
+/// samplers without a cache call exactly what they always did), the others through
+/// [`Denoiser::forward`]; counts the positions the pass recomputes.
+pub(crate) fn fetch_pass<D: Denoiser>(
+    denoiser: &mut D,
+    canvas: &[u32],
+    pass: &Pass,
+    rows: &[usize],
+    out: &mut Vec<f32>,
+    stats: &mut Stats,
+) -> Result<(), Error<D::Error>> {
     let vocab = denoiser.vocab_size();
     out.clear();
     out.resize(rows.len() * vocab, 0.0);
-    denoiser
-        .logits(canvas, rows, out)
-        .map_err(Error::Denoiser)?;
+    let computed = match pass {
+        Pass::Full => {
+            denoiser
+                .logits(canvas, rows, out)
+                .map_err(Error::Denoiser)?;
+            canvas.len()
+        }
+        Pass::Fill => {
+            denoiser
+                .forward(canvas, pass, rows, out)
+                .map_err(Error::Denoiser)?;
+            stats.cache_fills += 1;
+            canvas.len()
+        }
+        Pass::Window(w) => {
+            denoiser
+                .forward(canvas, pass, rows, out)
+                .map_err(Error::Denoiser)?;
+            w.len()
+        }
+    };
     stats.denoiser_calls += 1;
     stats.logit_rows += rows.len();
+    stats.positions_computed += computed;
     check_rows(out, rows, vocab)
 }
 

@@ -25,10 +25,14 @@ mod sample;
 
 pub use sample::{Confidence, Filters, Scratch, nucleus, sample_row};
 
-use crate::denoiser::{Denoiser, fetch_logits};
+use std::ops::Range;
+
+use crate::cache::CachePolicy;
+use crate::canvas::{Canvas, StepAt};
+use crate::denoiser::Denoiser;
 use crate::error::{ConfigError, Error};
 use crate::math;
-use crate::output::{self, Finish, Generation, Stats, StepView};
+use crate::output::{Generation, StepView};
 use crate::parallel::ParallelConfig;
 use crate::rng::UniformSource;
 use crate::schedule::{dream_p_transfer, dream_timesteps, dream_transfer_count};
@@ -80,6 +84,8 @@ pub struct DreamConfig {
     /// Block length of parallel mode (Fast-dLLM uses 32); must divide `gen_length`; none
     /// means one block. Only valid with `parallel`.
     pub block_length: Option<usize>,
+    /// Key/value reuse between steps (default `None`); needs `parallel`.
+    pub cache: CachePolicy,
 }
 
 impl Default for DreamConfig {
@@ -98,6 +104,7 @@ impl Default for DreamConfig {
             keep_after_eos: false,
             parallel: None,
             block_length: None,
+            cache: CachePolicy::None,
         }
     }
 }
@@ -162,6 +169,11 @@ impl DreamConfig {
         if let Some(p) = &self.parallel {
             p.validate()?;
         }
+        if self.cache != CachePolicy::None && self.parallel.is_none() {
+            return Err(ConfigError::CacheNeedsBlocks {
+                policy: self.cache.name(),
+            });
+        }
         self.mask_id.ok_or(ConfigError::MissingMaskId)
     }
 
@@ -177,75 +189,59 @@ impl DreamConfig {
 /// Per-run state.
 struct Run<'c> {
     config: &'c DreamConfig,
-    mask_id: u32,
     vocab: usize,
-    canvas: Vec<u32>,
-    prompt_len: usize,
-    logits: Vec<f32>,
+    canvas: Canvas<'c>,
     scratch: Scratch,
-    stats: Stats,
 }
 
 impl Run<'_> {
-    /// Masked positions in `range`, ascending.
-    fn masked(&self, range: std::ops::Range<usize>) -> Vec<usize> {
-        range.filter(|&p| self.canvas[p] == self.mask_id).collect()
-    }
-
-    /// Token and confidence for each of `positions` (ascending), from the shifted rows.
+    /// Token and confidence for each of `positions` (ascending), from the shifted rows, in a
+    /// step of `block`.
     fn sample<D: Denoiser>(
         &mut self,
         denoiser: &mut D,
         positions: &[usize],
         kind: Confidence,
+        block: Range<usize>,
         rng: &mut impl UniformSource,
     ) -> Result<Predictions, Error<D::Error>> {
         // Row of position p is p - 1 (0 for p = 0): non-decreasing, so dedup keeps order and
         // only merges positions 0 and 1.
         let mut rows: Vec<usize> = positions.iter().map(|&p| p.saturating_sub(1)).collect();
         rows.dedup();
-        fetch_logits(
-            denoiser,
-            &self.canvas,
-            &rows,
-            &mut self.logits,
-            &mut self.stats,
-        )?;
+        self.canvas.fetch(denoiser, &rows, block)?;
         let filters = self.config.filters();
+        let want_entropy = self.config.parallel.is_some_and(|p| p.needs_entropy());
         let mut out_tokens = Vec::with_capacity(positions.len());
         let mut out_conf = Vec::with_capacity(positions.len());
+        let mut entropy = Vec::new();
         let mut r = 0;
         for &p in positions {
             let row = p.saturating_sub(1);
             while rows[r] != row {
                 r += 1;
             }
-            let logits = &self.logits[r * self.vocab..(r + 1) * self.vocab];
+            let logits = &self.canvas.logits[r * self.vocab..(r + 1) * self.vocab];
             let (t, c) = sample_row(logits, &filters, kind, rng, &mut self.scratch);
             out_tokens.push(t);
             out_conf.push(c);
+            if want_entropy {
+                entropy.push(math::entropy(logits));
+            }
         }
         Ok(Predictions {
             positions: positions.to_vec(),
             tokens: out_tokens,
             conf: out_conf,
+            entropy,
         })
-    }
-
-    fn eos_settled(&self) -> bool {
-        !self.config.keep_after_eos
-            && !self.config.eos_ids.is_empty()
-            && output::settled_eos(
-                &self.canvas[self.prompt_len..],
-                self.mask_id,
-                &self.config.eos_ids,
-            )
-            .is_some()
     }
 }
 
 /// Generates with Dream's official sampler (or Fast-dLLM's parallel mode when
 /// `config.parallel` is set), calling `on_step` after every step that ran the denoiser.
+/// A [`CachePolicy`] other than `None` needs the parallel mode, whose blocks it refreshes
+/// at (see [`crate::cache`]).
 pub fn generate<D: Denoiser>(
     denoiser: &mut D,
     prompt: &[u32],
@@ -258,36 +254,30 @@ pub fn generate<D: Denoiser>(
     if vocab == 0 {
         return Err(ConfigError::EmptyVocab.into());
     }
-    let prompt_len = prompt.len();
-    let mut canvas = prompt.to_vec();
-    canvas.resize(prompt_len + config.gen_length, mask_id);
+    if config.cache != CachePolicy::None && !denoiser.supports_cache() {
+        return Err(ConfigError::CacheUnsupported {
+            policy: config.cache.name(),
+        }
+        .into());
+    }
     let mut run = Run {
         config,
-        mask_id,
         vocab,
-        canvas,
-        prompt_len,
-        logits: Vec::new(),
+        canvas: Canvas::new(
+            prompt,
+            config.gen_length,
+            mask_id,
+            &config.eos_ids,
+            config.keep_after_eos,
+            config.cache,
+        ),
         scratch: Scratch::default(),
-        stats: Stats {
-            steps: 0,
-            denoiser_calls: 0,
-            logit_rows: 0,
-            finish: Finish::Completed,
-        },
     };
     match &config.parallel {
         Some(par) => parallel(&mut run, denoiser, par, rng, &mut on_step)?,
         None => official(&mut run, denoiser, rng, &mut on_step)?,
     }
-    Ok(output::finish(
-        run.canvas,
-        prompt_len,
-        mask_id,
-        &config.eos_ids,
-        config.keep_after_eos,
-        run.stats,
-    ))
+    Ok(run.canvas.finish())
 }
 
 /// The official `_sample` loop.
@@ -299,22 +289,22 @@ fn official<D: Denoiser>(
 ) -> Result<(), Error<D::Error>> {
     let c = run.config;
     let timesteps = dream_timesteps(c.steps, c.eps);
-    let len = run.canvas.len();
+    let len = run.canvas.tokens.len();
     for i in 0..c.steps {
-        let masked = run.masked(0..len);
+        let masked = run.canvas.masked(0..len);
         if masked.is_empty() {
             break;
         }
         let (t, s, last) = (timesteps[i], timesteps[i + 1], i + 1 == c.steps);
-        let (pos, cs) = if c.alg == DreamAlg::Origin {
+        let (pred, chosen) = if c.alg == DreamAlg::Origin {
             let p = dream_p_transfer(t, s, last);
             let reveal: Vec<usize> = masked.into_iter().filter(|_| rng.next_f32() < p).collect();
             if reveal.is_empty() {
                 continue;
             }
-            let pred = run.sample(denoiser, &reveal, Confidence::Probability, rng)?;
+            let pred = run.sample(denoiser, &reveal, Confidence::Probability, 0..len, rng)?;
             let all: Vec<usize> = (0..reveal.len()).collect();
-            pred.commit(&mut run.canvas, &all)
+            (pred, all)
         } else {
             let k = dream_transfer_count(masked.len(), t, s, last);
             if k == 0 {
@@ -325,7 +315,7 @@ fn official<D: Denoiser>(
                 DreamAlg::Entropy => Confidence::NegEntropy,
                 _ => Confidence::Probability,
             };
-            let pred = run.sample(denoiser, &masked, kind, rng)?;
+            let pred = run.sample(denoiser, &masked, kind, 0..len, rng)?;
             let chosen = if c.alg_temp == 0.0 {
                 select::top_k(&pred.conf, k)
             } else {
@@ -338,20 +328,15 @@ fn official<D: Denoiser>(
                 math::softmax_into(&scaled, &mut weights);
                 select::multinomial_without_replacement(&weights, k, rng)
             };
-            pred.commit(&mut run.canvas, &chosen)
+            (pred, chosen)
         };
-        run.stats.steps += 1;
-        on_step(&StepView {
-            canvas: &run.canvas,
-            prompt_len: run.prompt_len,
-            committed: &pos,
-            confidences: &cs,
+        let at = StepAt {
             step: i,
             total_steps: c.steps,
             block: 0,
             num_blocks: 1,
-        });
-        if run.eos_settled() {
+        };
+        if run.canvas.commit(&pred, &chosen, at, on_step) {
             break;
         }
     }
@@ -371,32 +356,28 @@ fn parallel<D: Denoiser>(
     let num_blocks = c.gen_length / block_length;
     let mut step = 0;
     for block in 0..num_blocks {
-        let start = run.prompt_len + block * block_length;
+        let start = run.canvas.prompt_len + block * block_length;
         let end = start + block_length;
+        run.canvas.begin_block();
         loop {
-            let cand = run.masked(start..end);
+            let cand = run.canvas.masked(start..end);
             if cand.is_empty() {
                 break;
             }
-            let pred = run.sample(denoiser, &cand, Confidence::Probability, rng)?;
-            let chosen = par.select(&pred.conf);
-            let (pos, cs) = pred.commit(&mut run.canvas, &chosen);
-            run.stats.steps += 1;
-            if run.masked(start..end).len() == cand.len() {
-                return Err(Error::Stalled { block });
-            }
-            on_step(&StepView {
-                canvas: &run.canvas,
-                prompt_len: run.prompt_len,
-                committed: &pos,
-                confidences: &cs,
+            let pred = run.sample(denoiser, &cand, Confidence::Probability, start..end, rng)?;
+            let chosen = par.select(&pred.conf, &pred.entropy);
+            let at = StepAt {
                 step,
                 total_steps: c.gen_length,
                 block,
                 num_blocks,
-            });
+            };
+            let stop = run.canvas.commit(&pred, &chosen, at, on_step);
+            if run.canvas.masked(start..end).len() == cand.len() {
+                return Err(Error::Stalled { block });
+            }
             step += 1;
-            if run.eos_settled() {
+            if stop {
                 return Ok(());
             }
         }

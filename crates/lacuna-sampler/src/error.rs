@@ -51,6 +51,26 @@ pub enum ConfigError {
     /// A block length was given to a sampler whose exact schedule has no blocks.
     #[error("Dream's official sampler has no blocks: block_length needs the parallel mode")]
     BlockLengthWithoutParallel,
+    /// A cache policy was combined with classifier-free guidance, whose unconditional pass
+    /// runs on another canvas (Fast-dLLM's cached samplers have no CFG either).
+    #[error("cache policy '{policy}' cannot be combined with cfg_scale > 0 (use cache none)")]
+    CacheWithCfg {
+        /// The policy asked for.
+        policy: &'static str,
+    },
+    /// A cache policy was asked of a denoiser that keeps no cache.
+    #[error("cache policy '{policy}' needs a model with a key/value cache; this one has none")]
+    CacheUnsupported {
+        /// The policy asked for.
+        policy: &'static str,
+    },
+    /// A cache policy was asked of Dream's official sampler, which has no blocks to refresh
+    /// the cache at (Fast-dLLM caches Dream only in its block-wise parallel mode).
+    #[error("cache policy '{policy}' needs Dream's block-wise parallel mode (e.g. a threshold)")]
+    CacheNeedsBlocks {
+        /// The policy asked for.
+        policy: &'static str,
+    },
 }
 
 /// Why a generation failed.

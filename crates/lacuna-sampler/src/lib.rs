@@ -46,6 +46,8 @@
 //! # Ok::<(), lacuna_sampler::Error<std::convert::Infallible>>(())
 //! ```
 
+pub mod cache;
+mod canvas;
 pub mod denoiser;
 pub mod dream;
 pub mod error;
@@ -57,7 +59,8 @@ pub mod rng;
 pub mod schedule;
 pub mod select;
 
-pub use denoiser::Denoiser;
+pub use cache::CachePolicy;
+pub use denoiser::{Denoiser, Pass};
 pub use dream::{DreamAlg, DreamConfig};
 pub use error::{ConfigError, Error};
 pub use llada::{LladaConfig, Remasking};

@@ -21,10 +21,14 @@
 //! (the official code runs the model and commits nothing), and the run stops early at a
 //! settled end token (see [`Finish::Eos`](crate::Finish::Eos)); neither changes the result.
 
+use std::ops::Range;
+
+use crate::cache::CachePolicy;
+use crate::canvas::{Canvas, StepAt};
 use crate::denoiser::{Denoiser, check_rows, fetch_logits};
 use crate::error::{ConfigError, Error};
 use crate::math;
-use crate::output::{self, Finish, Generation, Stats, StepView};
+use crate::output::{Generation, StepView};
 use crate::parallel::ParallelConfig;
 use crate::rng::UniformSource;
 use crate::schedule::llada_transfer_counts;
@@ -64,6 +68,8 @@ pub struct LladaConfig {
     pub keep_after_eos: bool,
     /// Fast-dLLM parallel decoding instead of the official schedule.
     pub parallel: Option<ParallelConfig>,
+    /// Key/value reuse between steps (default `None`: every step runs the whole canvas).
+    pub cache: CachePolicy,
 }
 
 impl Default for LladaConfig {
@@ -79,6 +85,7 @@ impl Default for LladaConfig {
             eos_ids: Vec::new(),
             keep_after_eos: false,
             parallel: None,
+            cache: CachePolicy::None,
         }
     }
 }
@@ -125,70 +132,72 @@ impl LladaConfig {
         if let Some(p) = &self.parallel {
             p.validate()?;
         }
+        if self.cache != CachePolicy::None && self.cfg_scale > 0.0 {
+            return Err(ConfigError::CacheWithCfg {
+                policy: self.cache.name(),
+            });
+        }
         self.mask_id.ok_or(ConfigError::MissingMaskId)
     }
 }
 
-/// Per-run state: the canvas, reusable buffers and counters.
+/// Per-run state: the canvas and reusable buffers.
 struct Run<'c> {
     config: &'c LladaConfig,
-    mask_id: u32,
     vocab: usize,
-    canvas: Vec<u32>,
-    prompt_len: usize,
+    canvas: Canvas<'c>,
     /// Prompt positions that are not masks (masked for the unconditional CFG pass).
     prompt_index: Vec<usize>,
-    logits: Vec<f32>,
     uncond: Vec<f32>,
-    stats: Stats,
 }
 
 impl Run<'_> {
     /// Masked positions before `end`, ascending.
     fn candidates(&self, end: usize) -> Vec<usize> {
-        (0..end)
-            .filter(|&p| self.canvas[p] == self.mask_id)
-            .collect()
+        self.canvas.masked(0..end)
     }
 
-    fn block_has_mask(&self, start: usize, end: usize) -> bool {
-        self.canvas[start..end].contains(&self.mask_id)
-    }
-
-    /// Predicted token and confidence of every candidate.
+    /// Predicted token and confidence of every candidate of a step of `block`.
     fn predict<D: Denoiser>(
         &mut self,
         denoiser: &mut D,
         cand: &[usize],
+        block: Range<usize>,
         rng: &mut impl UniformSource,
     ) -> Result<Predictions, Error<D::Error>> {
         let c = self.config;
-        fetch_logits(
-            denoiser,
-            &self.canvas,
-            cand,
-            &mut self.logits,
-            &mut self.stats,
-        )?;
+        self.canvas.fetch(denoiser, cand, block)?;
+        let logits = &mut self.canvas.logits;
         if c.cfg_scale > 0.0 {
-            let mut un = self.canvas.clone();
+            let mut un = self.canvas.tokens.clone();
             for &p in &self.prompt_index {
-                un[p] = self.mask_id;
+                un[p] = self.canvas.mask_id;
             }
-            fetch_logits(denoiser, &un, cand, &mut self.uncond, &mut self.stats)?;
+            fetch_logits(
+                denoiser,
+                &un,
+                cand,
+                &mut self.uncond,
+                &mut self.canvas.stats,
+            )?;
             let scale = c.cfg_scale + 1.0;
-            for (l, &u) in self.logits.iter_mut().zip(&self.uncond) {
+            for (l, &u) in logits.iter_mut().zip(&self.uncond) {
                 *l = u + scale * (*l - u);
             }
-            check_rows::<D::Error>(&self.logits, cand, self.vocab)?;
+            check_rows::<D::Error>(logits, cand, self.vocab)?;
         }
-        let rows = self.logits.chunks_exact(self.vocab);
+        let rows = logits.chunks_exact(self.vocab);
         let x0: Vec<usize> = if c.temperature == 0.0 {
             rows.clone().map(math::argmax_f32).collect()
         } else {
             rows.clone()
                 .map(|r| math::gumbel_argmax(r, c.temperature, rng))
                 .collect()
+        };
+        let entropy = if c.parallel.is_some_and(|p| p.needs_entropy()) {
+            rows.clone().map(math::entropy).collect()
+        } else {
+            Vec::new()
         };
         let conf: Vec<f64> = match c.remasking {
             Remasking::LowConfidence => rows
@@ -203,24 +212,15 @@ impl Run<'_> {
             positions: cand.to_vec(),
             tokens: x0.into_iter().map(|t| t as u32).collect(),
             conf,
+            entropy,
         })
-    }
-
-    /// True when generation should stop at a settled end token.
-    fn eos_settled(&self) -> bool {
-        !self.config.keep_after_eos
-            && !self.config.eos_ids.is_empty()
-            && output::settled_eos(
-                &self.canvas[self.prompt_len..],
-                self.mask_id,
-                &self.config.eos_ids,
-            )
-            .is_some()
     }
 }
 
 /// Generates with LLaDA's official sampler (or Fast-dLLM's parallel mode when
 /// `config.parallel` is set), calling `on_step` after every step that ran the denoiser.
+/// With a [`CachePolicy`] other than `None`, each block's first step fills the denoiser's
+/// cache and the others recompute a window (see [`crate::cache`]).
 pub fn generate<D: Denoiser>(
     denoiser: &mut D,
     prompt: &[u32],
@@ -233,24 +233,26 @@ pub fn generate<D: Denoiser>(
     if vocab == 0 {
         return Err(ConfigError::EmptyVocab.into());
     }
+    if config.cache != CachePolicy::None && !denoiser.supports_cache() {
+        return Err(ConfigError::CacheUnsupported {
+            policy: config.cache.name(),
+        }
+        .into());
+    }
     let prompt_len = prompt.len();
-    let mut canvas = prompt.to_vec();
-    canvas.resize(prompt_len + config.gen_length, mask_id);
     let mut run = Run {
         config,
-        mask_id,
         vocab,
-        canvas,
-        prompt_len,
+        canvas: Canvas::new(
+            prompt,
+            config.gen_length,
+            mask_id,
+            &config.eos_ids,
+            config.keep_after_eos,
+            config.cache,
+        ),
         prompt_index: (0..prompt_len).filter(|&p| prompt[p] != mask_id).collect(),
-        logits: Vec::new(),
         uncond: Vec::new(),
-        stats: Stats {
-            steps: 0,
-            denoiser_calls: 0,
-            logit_rows: 0,
-            finish: Finish::Completed,
-        },
     };
     let num_blocks = config.gen_length / config.block_length;
     let steps_per_block = config.steps / num_blocks;
@@ -258,70 +260,50 @@ pub fn generate<D: Denoiser>(
     'blocks: for block in 0..num_blocks {
         let start = prompt_len + block * config.block_length;
         let end = start + config.block_length;
+        run.canvas.begin_block();
         if let Some(par) = &config.parallel {
-            while run.block_has_mask(start, end) {
+            while run.canvas.has_mask(start..end) {
                 let cand = run.candidates(end);
-                let pred = run.predict(denoiser, &cand, rng)?;
-                let chosen = par.select(&pred.conf);
-                let (pos, cs) = pred.commit(&mut run.canvas, &chosen);
-                run.stats.steps += 1;
-                if run.candidates(end).len() == cand.len() {
-                    return Err(Error::Stalled { block });
-                }
-                on_step(&StepView {
-                    canvas: &run.canvas,
-                    prompt_len,
-                    committed: &pos,
-                    confidences: &cs,
+                let pred = run.predict(denoiser, &cand, start..end, rng)?;
+                let chosen = par.select(&pred.conf, &pred.entropy);
+                let at = StepAt {
                     step: parallel_step,
                     total_steps: config.gen_length,
                     block,
                     num_blocks,
-                });
+                };
+                let stop = run.canvas.commit(&pred, &chosen, at, &mut on_step);
+                if run.candidates(end).len() == cand.len() {
+                    return Err(Error::Stalled { block });
+                }
                 parallel_step += 1;
-                if run.eos_settled() {
+                if stop {
                     break 'blocks;
                 }
             }
         } else {
-            let masks = run.canvas[start..end]
-                .iter()
-                .filter(|&&t| t == mask_id)
-                .count();
+            let masks = run.canvas.masked(start..end).len();
             let counts = llada_transfer_counts(masks, steps_per_block);
             for (i, &k) in counts.iter().enumerate() {
                 if k == 0 {
                     continue;
                 }
                 let cand = run.candidates(end);
-                let pred = run.predict(denoiser, &cand, rng)?;
+                let pred = run.predict(denoiser, &cand, start..end, rng)?;
                 let chosen = select::top_k(&pred.conf, k);
-                let (pos, cs) = pred.commit(&mut run.canvas, &chosen);
-                run.stats.steps += 1;
-                on_step(&StepView {
-                    canvas: &run.canvas,
-                    prompt_len,
-                    committed: &pos,
-                    confidences: &cs,
+                let at = StepAt {
                     step: block * steps_per_block + i,
                     total_steps: config.steps,
                     block,
                     num_blocks,
-                });
-                if run.eos_settled() {
+                };
+                if run.canvas.commit(&pred, &chosen, at, &mut on_step) {
                     break 'blocks;
                 }
             }
         }
     }
-    Ok(output::finish(
-        run.canvas,
-        prompt_len,
-        mask_id,
-        &config.eos_ids,
-        config.keep_after_eos,
-        run.stats,
-    ))
+    Ok(run.canvas.finish())
 }
 
 #[cfg(test)]

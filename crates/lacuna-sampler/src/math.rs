@@ -28,6 +28,26 @@ pub fn softmax_at(row: &[f32], index: usize) -> f64 {
     (f64::from(row[index]) - max).exp() / sum
 }
 
+/// The entropy of `softmax(row)` in nats, in f64 (`-Σ p ln p`, zero-probability tokens
+/// contributing nothing), the sums taken left to right.
+pub fn entropy(row: &[f32]) -> f64 {
+    let max = row
+        .iter()
+        .map(|&x| f64::from(x))
+        .fold(f64::NEG_INFINITY, f64::max);
+    let sum: f64 = row.iter().map(|&x| (f64::from(x) - max).exp()).sum();
+    let ln_sum = sum.ln();
+    let mut h = 0.0;
+    for &x in row {
+        let logp = f64::from(x) - max - ln_sum;
+        let p = logp.exp();
+        if p > 0.0 {
+            h -= p * logp;
+        }
+    }
+    h
+}
+
 /// Index of the largest value; the first one on ties (as `torch.argmax`). `row` must hold a
 /// value that is not NaN.
 pub fn argmax_f32(row: &[f32]) -> usize {

@@ -45,6 +45,11 @@ pub struct Stats {
     pub denoiser_calls: usize,
     /// Logit rows requested in total.
     pub logit_rows: usize,
+    /// Denoiser calls that refreshed the key/value cache (0 without a cache policy).
+    pub cache_fills: usize,
+    /// Canvas positions run through the model, summed over calls: the canvas length for a
+    /// full pass, the window's length for a cached one.
+    pub positions_computed: usize,
     /// Why it ended.
     pub finish: Finish,
 }

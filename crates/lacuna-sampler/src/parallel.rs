@@ -15,6 +15,11 @@ pub enum ParallelRule {
     /// Fast-dLLM's factor rule (`get_transfer_index_dynamic`): the `j`-th most confident
     /// position (0-based) is committed while its confidence reaches `1 - factor / (j + 2)`.
     Factor(f64),
+    /// The entropy-bounded rule of EB-Sampler (Ben-Hamu et al., 2025): candidates in order of
+    /// confidence, the longest run whose entropies (of each position's predictive
+    /// distribution, in nats) satisfy `Σ H - max H <= gamma` (always at least the most
+    /// confident one). Small `gamma` commits few tokens per step, large `gamma` many.
+    EntropyBound(f64),
 }
 
 /// The parallel decoding mode.
@@ -54,15 +59,30 @@ impl ParallelConfig {
                     expected: "a finite number above 0",
                 })
             }
+            ParallelRule::EntropyBound(g) if !(g.is_finite() && g >= 0.0) => {
+                Err(ConfigError::OutOfRange {
+                    name: "entropy bound",
+                    value: g,
+                    expected: "a finite number >= 0",
+                })
+            }
             _ => Ok(()),
         }
     }
 
+    /// Whether [`ParallelConfig::select`] reads the candidates' entropies.
+    pub fn needs_entropy(&self) -> bool {
+        matches!(self.rule, ParallelRule::EntropyBound(_))
+    }
+
     /// Indices into `conf` (one confidence per candidate) to commit, most confident first.
-    pub fn select(&self, conf: &[f64]) -> Vec<usize> {
+    /// `entropy` (one per candidate) is read by the entropy-bounded rule only and may be
+    /// empty for the others.
+    pub fn select(&self, conf: &[f64], entropy: &[f64]) -> Vec<usize> {
         match self.rule {
             ParallelRule::Threshold(t) => select::threshold_rule(conf, t),
             ParallelRule::Factor(f) => select::factor_rule(conf, f),
+            ParallelRule::EntropyBound(g) => select::entropy_bound_rule(conf, entropy, g),
         }
     }
 }

@@ -96,6 +96,25 @@ pub fn factor_rule(conf: &[f64], factor: f64) -> Vec<usize> {
     out
 }
 
+/// EB-Sampler's entropy-bounded rule: walk the candidates from most to least confident and
+/// keep the longest run with `Σ H - max H <= gamma` over the run (the most confident one
+/// always). Returns indices best first.
+pub fn entropy_bound_rule(conf: &[f64], entropy: &[f64], gamma: f64) -> Vec<usize> {
+    let order = order_desc(conf);
+    let (mut sum, mut max) = (0.0f64, 0.0f64);
+    let mut out = Vec::with_capacity(order.len());
+    for (rank, &i) in order.iter().enumerate() {
+        let h = entropy.get(i).copied().unwrap_or(f64::INFINITY).max(0.0);
+        let (s, m) = (sum + h, max.max(h));
+        if rank > 0 && !(s - m <= gamma) {
+            break;
+        }
+        (sum, max) = (s, m);
+        out.push(i);
+    }
+    out
+}
+
 /// The predicted token and confidence of each candidate position of a step.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Predictions {
@@ -105,6 +124,9 @@ pub(crate) struct Predictions {
     pub(crate) tokens: Vec<u32>,
     /// Confidence per candidate.
     pub(crate) conf: Vec<f64>,
+    /// Entropy of each candidate's predictive distribution, when the commit rule reads it
+    /// (empty otherwise).
+    pub(crate) entropy: Vec<f64>,
 }
 
 impl Predictions {

@@ -6,8 +6,8 @@ mod common;
 
 use common::ToyModel;
 use lacuna_sampler::{
-    DreamAlg, DreamConfig, Finish, Generation, LladaConfig, ParallelConfig, ParallelRule,
-    Remasking, ReplayDraws, dream, llada,
+    CachePolicy, DreamAlg, DreamConfig, Finish, Generation, LladaConfig, ParallelConfig,
+    ParallelRule, Remasking, ReplayDraws, dream, llada,
 };
 use serde::Deserialize;
 use std::path::PathBuf;
@@ -106,6 +106,7 @@ fn run(case: &Case, keep_after_eos: bool) -> (Generation, Vec<Vec<usize>>, Repla
                 eos_ids: vec![case.eos_id],
                 keep_after_eos,
                 parallel: parallel(c),
+                cache: CachePolicy::None,
             };
             llada::generate(&mut model, &case.prompt, &config, &mut draws, on_step)
         }
@@ -133,6 +134,7 @@ fn run(case: &Case, keep_after_eos: bool) -> (Generation, Vec<Vec<usize>>, Repla
                 } else {
                     None
                 },
+                cache: CachePolicy::None,
             };
             dream::generate(&mut model, &case.prompt, &config, &mut draws, on_step)
         }

@@ -1,4 +1,5 @@
 use super::*;
+use crate::output::Finish;
 use crate::rng::Xoshiro256PlusPlus;
 
 #[derive(Debug, thiserror::Error)]

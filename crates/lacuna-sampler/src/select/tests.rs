@@ -14,6 +14,16 @@ fn confs() -> impl Strategy<Value = Vec<f64>> {
 }
 
 #[test]
+fn entropy_bound_rule_examples() {
+    // Sorted by confidence: entropies 0.1, 0.2, 0.5: sums minus max 0, 0.1, 0.3.
+    let conf = [0.5, 0.9, 0.7];
+    let ent = [0.5, 0.1, 0.2];
+    assert_eq!(entropy_bound_rule(&conf, &ent, 0.0), vec![1]);
+    assert_eq!(entropy_bound_rule(&conf, &ent, 0.15), vec![1, 2]);
+    assert_eq!(entropy_bound_rule(&conf, &ent, 0.35), vec![1, 2, 0]);
+}
+
+#[test]
 fn ties_go_to_the_left_most_position() {
     assert_eq!(
         order_desc(&[0.5, 0.9, 0.5, 0.9, -0.0, 0.0]),
@@ -53,6 +63,29 @@ proptest! {
         let order = order_desc(&conf);
         prop_assert!(!got.is_empty());
         prop_assert_eq!(&got[..], &order[..got.len()]);
+    }
+
+    #[test]
+    fn entropy_bound_rule_is_the_longest_run_within_the_bound(
+        conf in confs(),
+        seed in any::<u64>(),
+        gamma in 0f64..3.0,
+    ) {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+        let ent: Vec<f64> = conf.iter().map(|_| rng.next_f64() * 2.0).collect();
+        let got = entropy_bound_rule(&conf, &ent, gamma);
+        let order = order_desc(&conf);
+        prop_assert!(!got.is_empty());
+        prop_assert_eq!(&got[..], &order[..got.len()]);
+        let bound = |n: usize| {
+            let h: Vec<f64> = order[..n].iter().map(|&i| ent[i]).collect();
+            h.iter().sum::<f64>() - h.iter().copied().fold(0.0, f64::max)
+        };
+        // Within the bound (or the forced first), and one more would break it.
+        prop_assert!(got.len() == 1 || bound(got.len()) <= gamma);
+        if got.len() < order.len() {
+            prop_assert!(bound(got.len() + 1) > gamma);
+        }
     }
 
     #[test]

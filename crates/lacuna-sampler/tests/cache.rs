@@ -1,0 +1,282 @@
+//! Cache policies on a toy model with a cache of the canvas it last saw: every block starts
+//! with a fill (skipping that refresh fails here), every generated position is committed
+//! exactly once and the prompt never, windows hold the rows asked for, steps that are all
+//! fills equal the uncached run bit for bit, and bad combinations are typed errors.
+
+mod common;
+
+use common::ToyModel;
+use lacuna_sampler::{
+    CachePolicy, ConfigError, Denoiser, DreamConfig, Error, LladaConfig, ParallelConfig,
+    ParallelRule, Pass, Xoshiro256PlusPlus, dream, llada,
+};
+use proptest::prelude::*;
+
+const VOCAB: usize = 12;
+const MASK: u32 = VOCAB as u32;
+
+/// [`ToyModel`] behind a cache of the canvas: a fill stores the canvas, a window overwrites
+/// its range in the stored copy and computes the logits from that copy, so stale positions
+/// change the logits as stale keys and values change a real model's.
+struct CachingToy {
+    toy: ToyModel,
+    cached: Vec<u32>,
+    passes: Vec<Pass>,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("bad window {0}")]
+struct BadWindow(&'static str);
+
+impl CachingToy {
+    fn new(seed: u64) -> Self {
+        Self {
+            toy: ToyModel::new(VOCAB, seed),
+            cached: Vec::new(),
+            passes: Vec::new(),
+        }
+    }
+}
+
+impl Denoiser for CachingToy {
+    type Error = BadWindow;
+    fn vocab_size(&self) -> usize {
+        VOCAB
+    }
+    fn logits(&mut self, canvas: &[u32], rows: &[usize], out: &mut [f32]) -> Result<(), BadWindow> {
+        self.forward(canvas, &Pass::Full, rows, out)
+    }
+    fn supports_cache(&self) -> bool {
+        true
+    }
+    fn forward(
+        &mut self,
+        canvas: &[u32],
+        pass: &Pass,
+        rows: &[usize],
+        out: &mut [f32],
+    ) -> Result<(), BadWindow> {
+        self.passes.push(pass.clone());
+        let seen = match pass {
+            Pass::Full => canvas.to_vec(),
+            Pass::Fill => {
+                self.cached = canvas.to_vec();
+                canvas.to_vec()
+            }
+            Pass::Window(w) => {
+                if self.cached.len() != canvas.len() {
+                    return Err(BadWindow("window before any fill"));
+                }
+                if w.start >= w.end || w.end > canvas.len() {
+                    return Err(BadWindow("empty or out of the canvas"));
+                }
+                if rows.iter().any(|r| !w.contains(r)) {
+                    return Err(BadWindow("a row outside the window"));
+                }
+                self.cached[w.clone()].copy_from_slice(&canvas[w.clone()]);
+                self.cached.clone()
+            }
+        };
+        self.toy.logits(&seen, rows, out).map_err(|e| match e {})
+    }
+}
+
+fn policy() -> impl Strategy<Value = CachePolicy> {
+    prop_oneof![Just(CachePolicy::Prefix), Just(CachePolicy::Dual)]
+}
+
+fn rule() -> impl Strategy<Value = Option<ParallelRule>> {
+    prop_oneof![
+        2 => Just(None),
+        1 => (0.2f64..1.0).prop_map(|t| Some(ParallelRule::Threshold(t))),
+        1 => (0.0f64..2.0).prop_map(|g| Some(ParallelRule::EntropyBound(g))),
+    ]
+}
+
+fn prompt() -> impl Strategy<Value = Vec<u32>> {
+    prop::collection::vec(0u32..VOCAB as u32, 0..6)
+}
+
+/// Checks that each generated position was committed once, the prompt never, and that the
+/// first denoiser call of every block (and only that one) filled the cache.
+fn check_run(
+    prompt_len: usize,
+    gen_length: usize,
+    views: &[(usize, Vec<usize>)],
+    passes: &[Pass],
+) -> Result<(), TestCaseError> {
+    let mut seen = vec![0u32; prompt_len + gen_length];
+    for (_, committed) in views {
+        for &p in committed {
+            prop_assert!(p >= prompt_len, "prompt position {} committed", p);
+            seen[p] += 1;
+        }
+    }
+    prop_assert!(seen[prompt_len..].iter().all(|&n| n == 1), "{:?}", seen);
+    prop_assert_eq!(views.len(), passes.len(), "one call per step");
+    let mut block = usize::MAX;
+    for ((b, _), pass) in views.iter().zip(passes) {
+        let first = *b != block;
+        block = *b;
+        prop_assert_eq!(first, *pass == Pass::Fill, "block {} pass {:?}", b, pass);
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    #[test]
+    fn llada_cached_commits_each_position_once_and_refreshes_per_block(
+        blocks in 1usize..4, block_length in 1usize..6, spb in 1usize..4,
+        temperature in prop_oneof![Just(0.0), Just(1.0)],
+        rule in rule(), cache in policy(), prompt in prompt(),
+        seed in any::<u64>(), model_seed in any::<u64>(),
+    ) {
+        let c = LladaConfig {
+            gen_length: blocks * block_length,
+            block_length,
+            steps: blocks * spb,
+            temperature,
+            mask_id: Some(MASK),
+            parallel: rule.map(|rule| ParallelConfig { rule }),
+            cache,
+            ..LladaConfig::default()
+        };
+        let mut model = CachingToy::new(model_seed);
+        let mut views = Vec::new();
+        let g = llada::generate(&mut model, &prompt, &c, &mut Xoshiro256PlusPlus::seed_from_u64(seed),
+            |v| views.push((v.block, v.committed.to_vec()))).expect("runs");
+        prop_assert!(!g.canvas.contains(&MASK));
+        prop_assert_eq!(&g.canvas[..prompt.len()], &prompt[..]);
+        check_run(prompt.len(), c.gen_length, &views, &model.passes)?;
+        prop_assert_eq!(g.stats.cache_fills, blocks);
+    }
+
+    #[test]
+    fn dream_cached_commits_each_position_once_and_refreshes_per_block(
+        blocks in 1usize..4, block_length in 1usize..6,
+        rule in prop_oneof![
+            (0.2f64..1.0).prop_map(ParallelRule::Threshold),
+            (0.0f64..2.0).prop_map(ParallelRule::EntropyBound),
+        ],
+        cache in policy(), prompt in prompt(), seed in any::<u64>(), model_seed in any::<u64>(),
+    ) {
+        let c = DreamConfig {
+            gen_length: blocks * block_length,
+            mask_id: Some(MASK),
+            parallel: Some(ParallelConfig { rule }),
+            block_length: Some(block_length),
+            cache,
+            ..DreamConfig::default()
+        };
+        let mut model = CachingToy::new(model_seed);
+        let mut views = Vec::new();
+        let g = dream::generate(&mut model, &prompt, &c, &mut Xoshiro256PlusPlus::seed_from_u64(seed),
+            |v| views.push((v.block, v.committed.to_vec()))).expect("runs");
+        prop_assert!(!g.canvas.contains(&MASK));
+        check_run(prompt.len(), c.gen_length, &views, &model.passes)?;
+    }
+
+    /// With one step per block every step is a fill: the cached run is the uncached run.
+    #[test]
+    fn one_step_per_block_is_exact(
+        blocks in 1usize..5, block_length in 1usize..6, cache in policy(), prompt in prompt(),
+        seed in any::<u64>(), model_seed in any::<u64>(),
+    ) {
+        let mut c = LladaConfig {
+            gen_length: blocks * block_length,
+            block_length,
+            steps: blocks,
+            temperature: 1.0,
+            mask_id: Some(MASK),
+            ..LladaConfig::default()
+        };
+        let exact = llada::generate(&mut CachingToy::new(model_seed), &prompt, &c,
+            &mut Xoshiro256PlusPlus::seed_from_u64(seed), |_| {}).expect("runs");
+        c.cache = cache;
+        let cached = llada::generate(&mut CachingToy::new(model_seed), &prompt, &c,
+            &mut Xoshiro256PlusPlus::seed_from_u64(seed), |_| {}).expect("runs");
+        prop_assert_eq!(&cached.canvas, &exact.canvas);
+        prop_assert_eq!(cached.stats.positions_computed, exact.stats.positions_computed);
+    }
+}
+
+/// Windows recompute less than the canvas, and dual less than prefix.
+#[test]
+fn windows_shrink_the_work() {
+    let prompt = [1u32, 2, 3, 4];
+    let work = |cache| {
+        let c = LladaConfig {
+            gen_length: 16,
+            block_length: 4,
+            steps: 16,
+            mask_id: Some(MASK),
+            cache,
+            ..LladaConfig::default()
+        };
+        let g = llada::generate(
+            &mut CachingToy::new(9),
+            &prompt,
+            &c,
+            &mut Xoshiro256PlusPlus::seed_from_u64(1),
+            |_| {},
+        )
+        .expect("runs");
+        assert_eq!(g.stats.denoiser_calls, 16);
+        g.stats.positions_computed
+    };
+    let (none, prefix, dual) = (
+        work(CachePolicy::None),
+        work(CachePolicy::Prefix),
+        work(CachePolicy::Dual),
+    );
+    assert_eq!(none, 16 * 20);
+    // 4 fills of 20, then 3 windows per block of 16, 12, 8, 4 positions.
+    assert_eq!(prefix, 4 * 20 + 3 * (16 + 12 + 8 + 4));
+    assert_eq!(dual, 4 * 20 + 12 * 4);
+}
+
+#[test]
+fn bad_combinations_are_typed_errors() {
+    let c = LladaConfig {
+        gen_length: 4,
+        block_length: 4,
+        steps: 4,
+        mask_id: Some(MASK),
+        cache: CachePolicy::Dual,
+        ..LladaConfig::default()
+    };
+    let err = llada::generate(
+        &mut ToyModel::new(VOCAB, 1),
+        &[],
+        &c,
+        &mut Xoshiro256PlusPlus::seed_from_u64(1),
+        |_| {},
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Config(ConfigError::CacheUnsupported { policy: "dual" })
+        ),
+        "{err}"
+    );
+    let cfg = LladaConfig {
+        cfg_scale: 1.0,
+        ..c
+    };
+    assert_eq!(
+        cfg.validate(),
+        Err(ConfigError::CacheWithCfg { policy: "dual" })
+    );
+    let d = DreamConfig {
+        mask_id: Some(MASK),
+        cache: CachePolicy::Prefix,
+        ..DreamConfig::default()
+    };
+    assert_eq!(
+        d.validate(),
+        Err(ConfigError::CacheNeedsBlocks { policy: "prefix" })
+    );
+}

@@ -39,6 +39,9 @@ fn workload_label(r: &BenchResult) -> String {
             if let Some(sampler) = &w.sampler {
                 let _ = write!(s, ", {sampler}");
             }
+            if let Some(cache) = w.cache.as_deref().filter(|&c| c != "none") {
+                let _ = write!(s, ", cache {cache}");
+            }
             s
         }
     }

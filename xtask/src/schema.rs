@@ -110,6 +110,10 @@ pub(crate) struct Workload {
     pub(crate) block_length: Option<u32>,
     /// Sampler and its settings (`generate` only), e.g. `llada low_confidence t=0`.
     pub(crate) sampler: Option<String>,
+    /// Key/value cache policy (`generate` only): `none`, `prefix` or `dual`; absent means
+    /// `none` (files written before caches existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) cache: Option<String>,
 }
 
 /// The two kinds of benchmark run.
@@ -138,6 +142,13 @@ pub(crate) struct Figures {
     pub(crate) startup_s: Option<f64>,
     /// Peak resident set size, bytes, where measured.
     pub(crate) peak_rss_bytes: Option<u64>,
+    /// Denoiser calls (forward passes) per generation (`generate` only, where recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) forwards: Option<u32>,
+    /// Canvas positions run through the model per forward, averaged (`generate` only, where
+    /// recorded): the canvas length without a cache, less with one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) positions_per_forward: Option<f64>,
 }
 
 /// Median, min and max of a timing over the runs.

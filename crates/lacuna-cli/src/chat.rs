@@ -66,7 +66,7 @@ pub(crate) fn run(a: ChatArgs) -> Result<()> {
         history.push(ChatMessage::new("user", text));
         let request = a
             .sampling
-            .request(Prompt::Chat(history.clone()), engine.arch());
+            .request(Prompt::Chat(history.clone()), engine.arch())?;
         let out = match generate_shown(&mut engine, &request, a.visual) {
             Ok(out) => out,
             Err(e) => {

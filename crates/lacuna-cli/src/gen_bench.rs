@@ -7,7 +7,10 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use lacuna::models::Arch;
-use lacuna::{Engine, EngineOptions, GenerateRequest, Prompt, median};
+use lacuna::{
+    CachePolicy, Engine, EngineOptions, GenerateRequest, ParallelConfig, ParallelRule, Prompt,
+    median,
+};
 
 /// Generation settings of the end-to-end benchmark (flattened into `lacuna bench`).
 #[derive(clap::Args, Debug, Clone)]
@@ -24,6 +27,11 @@ pub(crate) struct GenBenchArgs {
     /// Prompt length in tokens (deterministic ids, no tokenizer involved).
     #[arg(long, default_value_t = 32)]
     prompt_tokens: usize,
+    /// Key/value cache policy: none, prefix or dual. Dream's cached mode is its block-wise
+    /// parallel mode, which the benchmark runs with threshold 2 (one token per step, the
+    /// fixed work of `--steps = --gen-length`).
+    #[arg(long, default_value = "none", value_parser = ["none", "prefix", "dual"])]
+    cache: String,
     /// Write the result to `bench-results/<machine-id>/<model-id>-generate-t<threads>.json`
     /// under this repository root.
     #[arg(long)]
@@ -129,13 +137,29 @@ pub(crate) fn run(
     let mut req = GenerateRequest::new(Prompt::Tokens(prompt));
     req.gen_length = g.gen_length;
     req.steps = g.steps;
-    req.block_length = (cfg.arch != Arch::Dream).then_some(g.block_length);
+    req.cache = CachePolicy::from_name(&g.cache).unwrap_or_default();
+    let dream_blocks = cfg.arch == Arch::Dream && req.cache != CachePolicy::None;
+    req.block_length = (cfg.arch != Arch::Dream || dream_blocks).then_some(g.block_length);
+    if dream_blocks {
+        // Dream caches only in its block-wise parallel mode; a threshold above 1 commits
+        // exactly one token per step, the same fixed work as the official schedule.
+        if g.steps != g.gen_length {
+            bail!("a cached Dream benchmark commits one token per step: give --steps = --gen-length");
+        }
+        req.parallel = Some(ParallelConfig {
+            rule: ParallelRule::Threshold(2.0),
+        });
+    }
     req.keep_after_eos = true; // fixed work: the whole schedule every run
     let mut step_ms = Vec::new();
     let mut totals = Vec::new();
     let mut startup_s = None;
+    let mut forwards = 0;
+    let mut positions_per_forward = 0.0;
     for run in 0..runs {
         let out = engine.generate(&req, |_| {})?;
+        forwards = out.stats.denoiser_calls;
+        positions_per_forward = out.positions_per_forward();
         if startup_s.is_none() {
             startup_s =
                 Some(start.elapsed().as_secs_f64() - out.timings.total_s + out.timings.prepare_s);
@@ -181,6 +205,7 @@ pub(crate) fn run(
     let file_bytes = std::fs::metadata(model).map_or(0, |m| m.len());
     let synthetic = engine.name().starts_with("lacuna fixture");
     let sampler = match cfg.arch {
+        Arch::Dream if dream_blocks => "dream parallel 1 token/step t=0".to_string(),
         Arch::Dream => "dream origin t=0".to_string(),
         _ => "llada low_confidence t=0".to_string(),
     };
@@ -222,6 +247,7 @@ pub(crate) fn run(
             "steps": g.steps,
             "block_length": req.block_length,
             "sampler": sampler,
+            "cache": req.cache.name(),
         },
         "figures": {
             "runs": runs,
@@ -230,6 +256,8 @@ pub(crate) fn run(
             "generated_tokens_per_s": tokens_per_s,
             "startup_s": startup_s,
             "peak_rss_bytes": peak,
+            "forwards": forwards,
+            "positions_per_forward": positions_per_forward,
         },
         "notes": g.notes,
     });
@@ -242,7 +270,11 @@ pub(crate) fn run(
     if let Some(root) = &g.save {
         let dir = root.join("bench-results").join(&machine_id);
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-        let file = dir.join(format!("{model_id}-generate-t{threads}.json"));
+        let file = dir.join(format!(
+            "{model_id}-generate-g{}-{}-t{threads}.json",
+            g.gen_length,
+            req.cache.name()
+        ));
         std::fs::write(&file, serde_json::to_string_pretty(&result)? + "\n")
             .with_context(|| format!("writing {}", file.display()))?;
         eprintln!("wrote {}", file.display());
@@ -260,12 +292,14 @@ pub(crate) fn run(
     } else {
         println!(
             "{} ({} layers) threads {threads}: {:.1} ms/step median (min {:.1}, max {:.1}), \
-             {tokens_per_s:.2} generated tokens/s, startup {startup_s:.2} s, peak RSS {}",
+             {tokens_per_s:.2} generated tokens/s, cache {}, {positions_per_forward:.0} positions \
+             per forward, startup {startup_s:.2} s, peak RSS {}",
             cfg.arch,
             cfg.n_layer,
             step_median,
             step_min,
             step_max,
+            req.cache,
             peak.map_or("unknown".into(), |b| format!(
                 "{:.2} GiB",
                 b as f64 / (1u64 << 30) as f64

@@ -7,8 +7,8 @@ use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use lacuna::models::Arch;
 use lacuna::{
-    DreamAlg, Engine, EngineOptions, Finish, GenerateRequest, Output, ParallelConfig, ParallelRule,
-    Prompt, Remasking, StepView,
+    CachePolicy, DreamAlg, Engine, EngineOptions, Finish, GenerateRequest, Output, ParallelConfig,
+    ParallelRule, Prompt, Remasking, StepView,
 };
 
 use crate::canvas_view::CanvasView;
@@ -83,7 +83,7 @@ pub(crate) struct SamplingArgs {
     #[arg(long)]
     pub(crate) alg_temp: Option<f32>,
     /// LLaDA: classifier-free guidance scale (0 = off).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "fast")]
     pub(crate) cfg_scale: Option<f32>,
     /// Seed of the sampler's random draws.
     #[arg(long, default_value_t = 0)]
@@ -93,22 +93,40 @@ pub(crate) struct SamplingArgs {
     #[arg(long)]
     pub(crate) parallel: bool,
     /// Confidence threshold of --parallel.
-    #[arg(long, requires = "parallel", conflicts_with = "factor")]
+    #[arg(long, conflicts_with_all = ["factor", "entropy_bound"])]
     pub(crate) threshold: Option<f64>,
     /// Use Fast-dLLM's factor rule with this factor in --parallel mode.
-    #[arg(long, requires = "parallel")]
+    #[arg(long, conflicts_with = "entropy_bound")]
     pub(crate) factor: Option<f64>,
+    /// Use EB-Sampler's entropy-bounded rule in --parallel mode: commit the most confident
+    /// positions while their summed entropy minus the largest stays within this bound (nats).
+    #[arg(long)]
+    pub(crate) entropy_bound: Option<f64>,
+    /// Key/value cache between steps: none (exact), prefix or dual (Fast-dLLM's caches,
+    /// refreshed at every block start; approximate).
+    #[arg(long, value_parser = ["none", "prefix", "dual"])]
+    pub(crate) cache: Option<String>,
+    /// Fast-dLLM's fast mode: dual cache and parallel decoding with threshold 0.9 in blocks
+    /// of 32 (each of these can still be set on its own).
+    #[arg(long)]
+    pub(crate) fast: bool,
 }
 
 impl SamplingArgs {
     /// The request for `prompt` on a model of `arch`.
-    pub(crate) fn request(&self, prompt: Prompt, arch: Arch) -> GenerateRequest {
+    pub(crate) fn request(&self, prompt: Prompt, arch: Arch) -> Result<GenerateRequest> {
+        let parallel = self.parallel || self.fast;
+        if !parallel
+            && (self.threshold.is_some() || self.factor.is_some() || self.entropy_bound.is_some())
+        {
+            bail!("--threshold, --factor and --entropy-bound need --parallel (or --fast)");
+        }
         let mut r = GenerateRequest::new(prompt);
         r.gen_length = self.gen_length;
         r.steps = self.steps;
         r.block_length = self
             .block_length
-            .or((arch != Arch::Dream || self.parallel).then_some(32));
+            .or((arch != Arch::Dream || parallel).then_some(32));
         r.temperature = self.temperature;
         r.remasking = self.remasking.as_deref().map(|s| match s {
             "random" => Remasking::Random,
@@ -125,14 +143,20 @@ impl SamplingArgs {
         r.alg_temp = self.alg_temp;
         r.cfg_scale = self.cfg_scale;
         r.seed = self.seed;
-        r.parallel = self.parallel.then(|| ParallelConfig {
-            rule: match (self.threshold, self.factor) {
-                (_, Some(f)) => ParallelRule::Factor(f),
-                (Some(t), None) => ParallelRule::Threshold(t),
-                (None, None) => ParallelConfig::default().rule,
+        r.parallel = parallel.then(|| ParallelConfig {
+            rule: match (self.threshold, self.factor, self.entropy_bound) {
+                (_, _, Some(g)) => ParallelRule::EntropyBound(g),
+                (_, Some(f), None) => ParallelRule::Factor(f),
+                (Some(t), None, None) => ParallelRule::Threshold(t),
+                (None, None, None) => ParallelConfig::default().rule,
             },
         });
-        r
+        r.cache = match self.cache.as_deref() {
+            Some(name) => CachePolicy::from_name(name).unwrap_or_default(),
+            None if self.fast => CachePolicy::Dual,
+            None => CachePolicy::None,
+        };
+        Ok(r)
     }
 }
 
@@ -212,7 +236,12 @@ fn finish_name(f: Finish) -> String {
 }
 
 /// The `--json` document of a run.
-pub(crate) fn json_output(engine: &Engine, demo: bool, out: &Output) -> serde_json::Value {
+pub(crate) fn json_output(
+    engine: &Engine,
+    demo: bool,
+    request_cache: CachePolicy,
+    out: &Output,
+) -> serde_json::Value {
     let t = &out.timings;
     serde_json::json!({
         "model": engine.name(),
@@ -224,6 +253,11 @@ pub(crate) fn json_output(engine: &Engine, demo: bool, out: &Output) -> serde_js
         "text": out.text,
         "finish": finish_name(out.stats.finish),
         "steps": out.stats.steps,
+        "cache": request_cache.name(),
+        "forwards": out.stats.denoiser_calls,
+        "cache_fills": out.stats.cache_fills,
+        "tokens_per_forward": out.tokens_per_forward(),
+        "positions_per_forward": out.positions_per_forward(),
         "timings": {
             "load_s": engine.load_s(),
             "prepare_s": t.prepare_s,
@@ -249,23 +283,25 @@ pub(crate) fn run(a: RunArgs) -> Result<()> {
         );
     }
     let prompt = prompt_for(&engine, &a.prompt, a.raw);
-    let request = a.sampling.request(prompt, engine.arch());
+    let request = a.sampling.request(prompt, engine.arch())?;
     let out = generate_shown(&mut engine, &request, a.visual)?;
     if a.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&json_output(&engine, a.model.demo, &out))?
-        );
+        let doc = json_output(&engine, a.model.demo, request.cache, &out);
+        println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
         println!("{}", out.text);
         eprintln!(
-            "{} tokens, {} steps in {:.2} s ({:.1} tokens/s, median step {:.1} ms; load {:.2} s)",
+            "{} tokens, {} steps in {:.2} s ({:.1} tokens/s, median step {:.1} ms; load {:.2} s; \
+             cache {}, {:.2} tokens and {:.0} positions per forward)",
             out.tokens.len(),
             out.stats.steps,
             out.timings.total_s,
             out.tokens_per_s(),
             out.timings.step_ms_median(),
-            engine.load_s()
+            engine.load_s(),
+            request.cache,
+            out.tokens_per_forward(),
+            out.positions_per_forward(),
         );
     }
     Ok(())

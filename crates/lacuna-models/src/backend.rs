@@ -11,8 +11,10 @@ use crate::{Result, RopeStyle};
 /// The shape of one multi-head attention call.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct AttnShape {
-    /// Canvas length (keys and values).
-    pub t: usize,
+    /// Query rows (the positions being computed).
+    pub queries: usize,
+    /// Key and value rows (the whole canvas: fresh, or cached and fresh).
+    pub keys: usize,
     /// Query heads.
     pub n_head: usize,
     /// Key/value heads (`n_head` must be a multiple).
@@ -58,13 +60,13 @@ pub trait Backend {
     fn rms_norm(&mut self, x: &[f32], weight: &[f32], eps: f32, out: &mut [f32]) -> Result<()>;
 
     /// Rotates, in place, each `head_dim`-wide head of each of the `t` rows of `x`; row
-    /// `i` is at position `i`.
-    fn rope(&mut self, x: &mut [f32], t: usize, head_dim: usize, params: RopeParams);
+    /// `i` is at position `pos0 + i`.
+    fn rope(&mut self, x: &mut [f32], t: usize, pos0: usize, head_dim: usize, params: RopeParams);
 
     /// Bidirectional attention: for every query row `i` in `rows` (all rows when `None`),
-    /// `out[i] = softmax(scale * q_i . K^T) V` per head, heads concatenated.
-    /// `q` is `[t x n_head*head_dim]`, `k` and `v` are `[t x n_head_kv*head_dim]`, `out` is
-    /// `[rows x n_head*head_dim]`.
+    /// `out[i] = softmax(scale * q_i . K^T) V` per head, heads concatenated: every query
+    /// attends to every key. `q` is `[queries x n_head*head_dim]`, `k` and `v` are
+    /// `[keys x n_head_kv*head_dim]`, `out` is `[rows x n_head*head_dim]`.
     fn attention(
         &mut self,
         q: &[f32],

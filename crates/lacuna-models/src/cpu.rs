@@ -58,8 +58,8 @@ impl Backend for CpuBackend {
         Ok(())
     }
 
-    fn rope(&mut self, x: &mut [f32], t: usize, head_dim: usize, params: RopeParams) {
-        rope(x, t, head_dim, params);
+    fn rope(&mut self, x: &mut [f32], t: usize, pos0: usize, head_dim: usize, params: RopeParams) {
+        rope(x, t, pos0, head_dim, params);
     }
 
     fn attention(
@@ -72,8 +72,8 @@ impl Backend for CpuBackend {
         out: &mut [f32],
     ) -> Result<()> {
         let s = lacuna_cpu::AttnShape {
-            queries: shape.t,
-            keys: shape.t,
+            queries: shape.queries,
+            keys: shape.keys,
             n_head: shape.n_head,
             n_head_kv: shape.n_head_kv,
             head_dim: shape.head_dim,
@@ -109,10 +109,10 @@ impl Backend for CpuBackend {
 /// Rows per rayon task of the row-wise operations.
 const ROWS_PER_TASK: usize = 8;
 
-/// ggml's `rope_ext` (no YaRN): row `p` of the `t` rows is at position `p`;
+/// ggml's `rope_ext` (no YaRN): row `p` of the `t` rows is at position `pos0 + p`;
 /// `theta_i = p * freq_scale * base^(-2i/d)`, the powers built by repeated multiplication
 /// as ggml's rope cache does.
-pub(crate) fn rope(x: &mut [f32], t: usize, head_dim: usize, params: RopeParams) {
+pub(crate) fn rope(x: &mut [f32], t: usize, pos0: usize, head_dim: usize, params: RopeParams) {
     if t == 0 {
         return;
     }
@@ -122,7 +122,7 @@ pub(crate) fn rope(x: &mut [f32], t: usize, head_dim: usize, params: RopeParams)
     x.par_chunks_mut(width).enumerate().for_each_init(
         || vec![0.0f32; head_dim],
         |cache, (p, row)| {
-            let mut theta = p as f32;
+            let mut theta = (pos0 + p) as f32;
             for i in 0..half {
                 let th = theta * params.freq_scale;
                 cache[2 * i] = th.cos();

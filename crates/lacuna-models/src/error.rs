@@ -67,6 +67,26 @@ pub enum Error {
         /// The model's context length.
         max: usize,
     },
+    /// A window pass was asked for without a cache filled for a canvas of this length.
+    #[error("window pass over a canvas of {len} tokens, but the key/value cache holds {cached} (run a fill pass first)")]
+    CacheNotFilled {
+        /// The canvas length.
+        len: usize,
+        /// The canvas length the cache was filled for (0: empty).
+        cached: usize,
+    },
+    /// A window pass's range is empty or leaves the canvas, or a requested row is outside it.
+    #[error("window {start}..{end} is empty, outside the canvas of {len} tokens, or misses row {row}")]
+    BadWindow {
+        /// Window start.
+        start: usize,
+        /// Window end (exclusive).
+        end: usize,
+        /// The canvas length.
+        len: usize,
+        /// A requested row outside the window (`end` when the window itself is bad).
+        row: usize,
+    },
     /// Requested rows are not ascending, distinct and inside the canvas.
     #[error("row {row} is not ascending, distinct and below the canvas length {len}")]
     BadRow {

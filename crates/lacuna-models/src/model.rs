@@ -1,10 +1,12 @@
 //! [`Model`]: a loaded model and its forward pass over a whole canvas with bidirectional
 //! attention, as llama.cpp's `llada`, `dream` and `llada-moe` graphs compute it.
 
+use std::ops::Range;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use lacuna_gguf::{GgufFile, TensorInfo};
+use lacuna_sampler::Pass;
 
 use crate::backend::{AttnShape, Backend, RopeParams};
 use crate::cpu::CpuBackend;
@@ -46,6 +48,29 @@ struct Scratch {
     moe: moe::MoeScratch,
 }
 
+/// Per-layer keys (after RoPE) and values of every canvas position, kept between passes:
+/// written by [`Pass::Fill`] for every position and by [`Pass::Window`] for the window's;
+/// read by every pass that uses the cache. Buffers grow to the longest canvas and stay.
+#[derive(Debug, Default)]
+struct KvCache {
+    /// The canvas length the cache holds; 0 when empty or after a failed pass.
+    len: usize,
+    /// `[layer][position x kv_dim]`.
+    k: Vec<Vec<f32>>,
+    /// `[layer][position x kv_dim]`.
+    v: Vec<Vec<f32>>,
+}
+
+impl KvCache {
+    fn prepare(&mut self, layers: usize, t: usize, kv_dim: usize) {
+        self.k.resize_with(layers, Vec::new);
+        self.v.resize_with(layers, Vec::new);
+        for b in self.k.iter_mut().chain(self.v.iter_mut()) {
+            buf(b, t * kv_dim);
+        }
+    }
+}
+
 /// A mutable prefix of `v` of `n` elements, growing `v` when needed.
 fn buf(v: &mut Vec<f32>, n: usize) -> &mut [f32] {
     if v.len() < n {
@@ -62,6 +87,7 @@ pub struct Model<B: Backend = CpuBackend> {
     weights: Weights<B::Weight>,
     backend: B,
     scratch: Scratch,
+    cache: KvCache,
     times: PartTimes,
 }
 
@@ -108,6 +134,7 @@ impl<B: Backend> Model<B> {
             weights,
             backend,
             scratch: Scratch::default(),
+            cache: KvCache::default(),
             times: PartTimes::default(),
         })
     }
@@ -164,14 +191,61 @@ impl<B: Backend> Model<B> {
 
     /// Logits of every canvas position, `tokens.len() x vocab_size()` into `out`.
     pub fn forward_all(&mut self, tokens: &[u32], out: &mut [f32]) -> Result<()> {
-        self.run(tokens, None, out)
+        self.run(tokens, &Pass::Full, None, out)
     }
 
     /// Logits of the canvas rows `rows` (ascending, distinct), `rows.len() x vocab_size()`
     /// into `out`. The whole canvas is run (every position attends to every other); only
     /// the last layer's feed-forward and the LM head are restricted to `rows`.
     pub fn forward(&mut self, tokens: &[u32], rows: &[usize], out: &mut [f32]) -> Result<()> {
-        self.run(tokens, Some(rows), out)
+        self.run(tokens, &Pass::Full, Some(rows), out)
+    }
+
+    /// [`Model::forward`] as `pass` says: [`Pass::Full`] is [`Model::forward`];
+    /// [`Pass::Fill`] computes the same logits (bit for bit) and keeps every layer's keys and
+    /// values; [`Pass::Window`] runs only the window's positions, their queries attending to
+    /// the window's fresh keys and values and to the cached ones of every other position
+    /// (rows must lie in the window). The cache belongs to the model: it holds one canvas.
+    pub fn forward_pass(
+        &mut self,
+        tokens: &[u32],
+        pass: &Pass,
+        rows: &[usize],
+        out: &mut [f32],
+    ) -> Result<()> {
+        self.run(tokens, pass, Some(rows), out)
+    }
+
+    /// Bytes the key/value cache holds now.
+    pub fn cache_bytes(&self) -> usize {
+        let floats: usize = self.cache.k.iter().chain(&self.cache.v).map(Vec::len).sum();
+        floats * std::mem::size_of::<f32>()
+    }
+
+    /// The positions a pass runs through the layers, checked against the cache.
+    fn window(&self, t: usize, pass: &Pass, rows: Option<&[usize]>) -> Result<Range<usize>> {
+        let Pass::Window(w) = pass else {
+            return Ok(0..t);
+        };
+        let bad = |row| Error::BadWindow {
+            start: w.start,
+            end: w.end,
+            len: t,
+            row,
+        };
+        if w.start >= w.end || w.end > t {
+            return Err(bad(w.end));
+        }
+        if self.cache.len != t {
+            return Err(Error::CacheNotFilled {
+                len: t,
+                cached: self.cache.len,
+            });
+        }
+        if let Some(&row) = rows.into_iter().flatten().find(|r| !w.contains(r)) {
+            return Err(bad(row));
+        }
+        Ok(w.clone())
     }
 
     fn check(&self, tokens: &[u32], rows: Option<&[usize]>, out: &[f32]) -> Result<usize> {
@@ -214,26 +288,49 @@ impl<B: Backend> Model<B> {
         Ok(n_rows)
     }
 
-    fn run(&mut self, tokens: &[u32], rows: Option<&[usize]>, out: &mut [f32]) -> Result<()> {
+    fn run(
+        &mut self,
+        tokens: &[u32],
+        pass: &Pass,
+        rows: Option<&[usize]>,
+        out: &mut [f32],
+    ) -> Result<()> {
         let n_rows = self.check(tokens, rows, out)?;
-        // All rows asked for in order is the full pass.
-        let rows = rows.filter(|r| r.len() != tokens.len());
+        let window = self.window(tokens.len(), pass, rows)?;
         if n_rows == 0 {
             return Ok(());
         }
+        let t_all = tokens.len();
+        let pos0 = window.start;
+        let t = window.len();
+        // Requested rows as indices into the window; all of them in order is no selection.
+        let local: Option<Vec<usize>> = rows
+            .map(|r| r.iter().map(|&i| i - pos0).collect())
+            .filter(|r: &Vec<usize>| r.len() != t);
+        let rows = local.as_deref();
         let cfg = &self.config;
-        let t = tokens.len();
         let d = cfg.n_embd;
+        let kvd = cfg.kv_dim();
         let s = &mut self.scratch;
         let be = &mut self.backend;
         let tm = &mut self.times;
+        let cache = match pass {
+            Pass::Full => None,
+            Pass::Fill | Pass::Window(_) => {
+                // Invalid until this pass has written every layer.
+                self.cache.len = 0;
+                self.cache.prepare(cfg.n_layer, t_all, kvd);
+                Some(&mut self.cache)
+            }
+        };
+        let mut cache = cache;
         let clock = Instant::now();
 
         // Embedding rows (ggml get_rows: dequantized to f32).
         let x = buf(&mut s.x, t * d);
         let row_bytes = self.embd.ty.row_bytes(d as u64).unwrap_or(0) as usize;
         let table = self.file.info_data(&self.embd);
-        for (xr, &tok) in x.chunks_exact_mut(d).zip(tokens) {
+        for (xr, &tok) in x.chunks_exact_mut(d).zip(&tokens[window.clone()]) {
             let at = tok as usize * row_bytes;
             dequant::dequantize_row(self.embd.ty, &table[at..at + row_bytes], xr);
         }
@@ -245,7 +342,8 @@ impl<B: Backend> Model<B> {
             freq_scale: cfg.rope_freq_scale,
         };
         let shape = AttnShape {
-            t,
+            queries: t,
+            keys: t_all,
             n_head: cfg.n_head,
             n_head_kv: cfg.n_head_kv,
             head_dim: cfg.head_dim,
@@ -259,8 +357,14 @@ impl<B: Backend> Model<B> {
             be.rms_norm(&s.x[..t * d], &layer.attn_norm, cfg.rms_eps, xn)?;
             other += c.elapsed();
             let q = buf(&mut s.q, t * cfg.q_dim());
-            let k = buf(&mut s.k, t * cfg.kv_dim());
-            let v = buf(&mut s.v, t * cfg.kv_dim());
+            // A cached pass writes the window's keys and values straight into the cache.
+            let (k, v) = match cache.as_deref_mut() {
+                Some(c) => (
+                    &mut c.k[il][pos0 * kvd..(pos0 + t) * kvd],
+                    &mut c.v[il][pos0 * kvd..(pos0 + t) * kvd],
+                ),
+                None => (buf(&mut s.k, t * kvd), buf(&mut s.v, t * kvd)),
+            };
             for (lin, y) in [
                 (&layer.q, &mut *q),
                 (&layer.k, &mut *k),
@@ -277,15 +381,19 @@ impl<B: Backend> Model<B> {
                 tmp.copy_from_slice(k);
                 be.rms_norm(tmp, kn, cfg.rms_eps, k)?;
             }
-            be.rope(q, t, cfg.head_dim, rope);
-            be.rope(k, t, cfg.head_dim, rope);
+            be.rope(q, t, pos0, cfg.head_dim, rope);
+            be.rope(k, t, pos0, cfg.head_dim, rope);
             other += c.elapsed();
 
             let c = Instant::now();
             let sel = if last { rows } else { None };
             let out_t = sel.map_or(t, <[usize]>::len);
             let attn = buf(&mut s.attn, out_t * cfg.q_dim());
-            be.attention(q, k, v, shape, sel, attn)?;
+            let (keys, values) = match cache.as_deref() {
+                Some(c) => (&c.k[il][..t_all * kvd], &c.v[il][..t_all * kvd]),
+                None => (&s.k[..t * kvd], &s.v[..t * kvd]),
+            };
+            be.attention(q, keys, values, shape, sel, attn)?;
             attention += c.elapsed();
             if let Some(sel) = sel {
                 // llama.cpp's `inp_out_ids`: keep only the requested rows from here on.
@@ -352,6 +460,9 @@ impl<B: Backend> Model<B> {
         tm.lm_head += lm;
         tm.other += other;
         tm.passes += 1;
+        if let Some(c) = cache {
+            c.len = t_all;
+        }
         Ok(())
     }
 }
@@ -394,6 +505,20 @@ impl<B: Backend> lacuna_sampler::Denoiser for Model<B> {
 
     fn logits(&mut self, canvas: &[u32], rows: &[usize], out: &mut [f32]) -> Result<()> {
         self.forward(canvas, rows, out)
+    }
+
+    fn supports_cache(&self) -> bool {
+        true
+    }
+
+    fn forward(
+        &mut self,
+        canvas: &[u32],
+        pass: &Pass,
+        rows: &[usize],
+        out: &mut [f32],
+    ) -> Result<()> {
+        self.forward_pass(canvas, pass, rows, out)
     }
 }
 

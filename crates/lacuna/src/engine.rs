@@ -270,6 +270,7 @@ impl Engine {
             text,
             canvas: generation.canvas,
             stats: generation.stats,
+            mask_id: self.mask_id,
             timings: Timings {
                 prepare_s,
                 step_ms,
@@ -309,6 +310,7 @@ impl Engine {
                     eos_ids: self.eos_ids.clone(),
                     keep_after_eos: r.keep_after_eos,
                     parallel: r.parallel,
+                    cache: r.cache,
                 })
             }
             Arch::Dream => {
@@ -333,6 +335,7 @@ impl Engine {
                     keep_after_eos: r.keep_after_eos,
                     parallel: r.parallel,
                     block_length: r.block_length,
+                    cache: r.cache,
                     ..DreamConfig::default()
                 })
             }

@@ -1,6 +1,6 @@
 //! What to generate: the prompt and the sampler settings, and what comes back.
 
-use lacuna_sampler::{DreamAlg, ParallelConfig, Remasking, Stats};
+use lacuna_sampler::{CachePolicy, DreamAlg, ParallelConfig, Remasking, Stats};
 use lacuna_tokenizer::ChatMessage;
 
 /// The prompt of a request.
@@ -54,6 +54,9 @@ pub struct GenerateRequest {
     pub top_k: Option<usize>,
     /// Fast-dLLM parallel decoding instead of the official fixed schedule.
     pub parallel: Option<ParallelConfig>,
+    /// Key/value reuse between steps (Fast-dLLM's prefix and dual caches); `None` (the
+    /// default) runs the whole canvas at every step, exactly. Dream needs `parallel` for it.
+    pub cache: CachePolicy,
     /// Seed of the sampler's random draws.
     pub seed: u64,
     /// Run the whole schedule and keep what follows the first end token.
@@ -61,6 +64,22 @@ pub struct GenerateRequest {
 }
 
 impl GenerateRequest {
+    /// Fast-dLLM's recommended fast mode on top of these settings: the dual cache with
+    /// threshold-0.9 parallel decoding in blocks of 32 (or of the whole generation when it
+    /// is not a multiple of 32).
+    pub fn fast(mut self) -> Self {
+        self.cache = CachePolicy::Dual;
+        self.parallel = Some(ParallelConfig::default());
+        if self.block_length.is_none() {
+            self.block_length = Some(if self.gen_length % 32 == 0 {
+                32
+            } else {
+                self.gen_length
+            });
+        }
+        self
+    }
+
     /// A request for `prompt` with the default settings.
     pub fn new(prompt: Prompt) -> Self {
         Self {
@@ -76,6 +95,7 @@ impl GenerateRequest {
             top_p: None,
             top_k: None,
             parallel: None,
+            cache: CachePolicy::None,
             seed: 0,
             keep_after_eos: false,
         }
@@ -128,11 +148,39 @@ pub struct Output {
     pub canvas: Vec<u32>,
     /// Sampler counters (steps run, denoiser calls, why it finished).
     pub stats: Stats,
+    /// The mask token id (positions still holding it were never committed).
+    pub mask_id: u32,
     /// Timings.
     pub timings: Timings,
 }
 
 impl Output {
+    /// Generated positions committed per denoiser call (1 for the official one-token-per-step
+    /// schedules; more with parallel decoding); 0 when no call ran.
+    pub fn tokens_per_forward(&self) -> f64 {
+        let generated = self.canvas.len() - self.prompt_tokens.len();
+        let calls = self.stats.denoiser_calls;
+        if calls == 0 {
+            return 0.0;
+        }
+        let masks_left = self.canvas[self.prompt_tokens.len()..]
+            .iter()
+            .filter(|&&t| t == self.mask_id)
+            .count();
+        (generated - masks_left) as f64 / calls as f64
+    }
+
+    /// Canvas positions run through the model per denoiser call (the canvas length without a
+    /// cache; the window's length on cached steps); 0 when no call ran.
+    pub fn positions_per_forward(&self) -> f64 {
+        let calls = self.stats.denoiser_calls;
+        if calls == 0 {
+            0.0
+        } else {
+            self.stats.positions_computed as f64 / calls as f64
+        }
+    }
+
     /// Generated canvas positions per second of the whole call (`gen_length / total_s`).
     pub fn tokens_per_s(&self) -> f64 {
         let generated = self.canvas.len() - self.prompt_tokens.len();

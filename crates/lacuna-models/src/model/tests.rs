@@ -27,7 +27,7 @@ fn rope_rotates_the_pairs_of_each_style() {
     // pair turns by 1 radian and the second by 1/100 (theta_scale = 10000^(-2/4)).
     for style in [RopeStyle::Normal, RopeStyle::Neox] {
         let mut x = [1.0f32, 2.0, 3.0, 4.0, 1.0, 2.0, 3.0, 4.0];
-        rope(&mut x, 2, 4, params(style));
+        rope(&mut x, 2, 0, 4, params(style));
         assert_eq!(&x[..4], &[1.0, 2.0, 3.0, 4.0]);
         let (p0, p1) = match style {
             RopeStyle::Normal => ((0, 1), (2, 3)),
@@ -43,4 +43,19 @@ fn rope_rotates_the_pairs_of_each_style() {
             );
         }
     }
+}
+
+#[test]
+fn rope_with_an_offset_is_the_same_rows_of_a_full_rope() {
+    let params = RopeParams {
+        style: RopeStyle::Neox,
+        freq_base: 500_000.0,
+        freq_scale: 1.0,
+    };
+    let x: Vec<f32> = (0..7 * 8).map(|i| ((i * 37 % 23) as f32 - 11.0) / 7.0).collect();
+    let mut full = x.clone();
+    rope(&mut full, 7, 0, 4, params);
+    let mut part = x[3 * 8..6 * 8].to_vec();
+    rope(&mut part, 3, 3, 4, params);
+    assert_eq!(part, full[3 * 8..6 * 8]);
 }

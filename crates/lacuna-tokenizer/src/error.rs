@@ -70,6 +70,17 @@ pub enum Error {
         #[source]
         source: tokenizers::Error,
     },
+    /// A model-specific token-attribute rule of llama.cpp names a token the vocabulary
+    /// lacks; llama.cpp fails to load such a file too.
+    #[error(
+        "{rule} needs the token {text:?}, which the vocabulary lacks (llama.cpp refuses this file too)"
+    )]
+    MissingRuleToken {
+        /// The rule, e.g. "Phi-3 RSTRIP attributes".
+        rule: &'static str,
+        /// The token text.
+        text: &'static str,
+    },
     /// A token id outside the vocabulary was given to decode.
     #[error("token id {id} is outside the vocabulary of {n_vocab} tokens")]
     TokenOutOfRange {

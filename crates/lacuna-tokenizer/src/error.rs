@@ -70,6 +70,34 @@ pub enum Error {
         #[source]
         source: tokenizers::Error,
     },
+    /// The Aho–Corasick automaton over the special and user-defined token texts could not
+    /// be built (its size limits were exceeded).
+    #[error("building the matcher over {n_texts} special/user-defined token texts: {source}")]
+    SpecialTokenMatcher {
+        /// Number of distinct token texts.
+        n_texts: usize,
+        /// The underlying error.
+        #[source]
+        source: aho_corasick::BuildError,
+    },
+    /// Searching the text for special and user-defined tokens failed.
+    #[error("searching for special/user-defined tokens: {source}")]
+    SpecialTokenSearch {
+        /// The underlying error.
+        #[source]
+        source: aho_corasick::MatchError,
+    },
+    /// A model-specific token-attribute rule of llama.cpp names a token the vocabulary
+    /// lacks; llama.cpp fails to load such a file too.
+    #[error(
+        "{rule} needs the token {text:?}, which the vocabulary lacks (llama.cpp refuses this file too)"
+    )]
+    MissingRuleToken {
+        /// The rule, e.g. "Phi-3 RSTRIP attributes".
+        rule: &'static str,
+        /// The token text.
+        text: &'static str,
+    },
     /// A token id outside the vocabulary was given to decode.
     #[error("token id {id} is outside the vocabulary of {n_vocab} tokens")]
     TokenOutOfRange {

@@ -8,10 +8,10 @@
 //!   spaces into `▁`; a BPE model with byte fallback whose merges are every split of every
 //!   token into two tokens, ranked by the merged token's score (highest first), which is
 //!   the order llama.cpp's score-driven bigram queue merges in.
-//! * Control and unknown tokens become special added tokens, user-defined ones non-special
-//!   added tokens; none are normalized, so they match the raw text as llama.cpp's
-//!   partitioning does. Parsing special tokens off is `set_encode_special_tokens(true)`,
-//!   which leaves user-defined tokens matched, again as llama.cpp does.
+//! * No added tokens: control, unknown and user-defined tokens are split off the raw text
+//!   by [`crate::partition`] first, as llama.cpp's partitioning does, and only the text
+//!   between them reaches this pipeline. (The `tokenizers` added-token table costs time
+//!   quadratic in its size to build: 155 s for 100,000 user-defined tokens.)
 
 use std::collections::HashMap;
 
@@ -20,7 +20,7 @@ use tokenizers::normalizers::{Prepend, Replace, Sequence as NormSeq};
 use tokenizers::pre_tokenizers::byte_level::ByteLevel;
 use tokenizers::pre_tokenizers::sequence::Sequence as PreSeq;
 use tokenizers::pre_tokenizers::split::{Split, SplitPattern};
-use tokenizers::{AddedToken, SplitDelimiterBehavior, Tokenizer};
+use tokenizers::{SplitDelimiterBehavior, Tokenizer};
 
 use crate::vocab::{TokenAttr, Vocab, VocabKind};
 use crate::{Error, Result};
@@ -41,10 +41,10 @@ fn vocab_map(vocab: &Vocab) -> HashMap<String, u32> {
     map
 }
 
-/// Builds the tokenizer (special-token parsing on).
+/// Builds the plain-text pipeline (no added tokens).
 pub(crate) fn build(vocab: &Vocab) -> Result<Tokenizer> {
     let map = vocab_map(vocab);
-    let mut tok = match vocab.kind {
+    let tok = match vocab.kind {
         VocabKind::Bpe(pre) => {
             // Drop merges whose parts or result are not tokens: llama.cpp would build a
             // non-token symbol and then fall back to its bytes; real vocabularies have none.
@@ -106,19 +106,6 @@ pub(crate) fn build(vocab: &Vocab) -> Result<Tokenizer> {
             tok
         }
     };
-    let added: Vec<AddedToken> = vocab
-        .tokens
-        .iter()
-        .zip(&vocab.attrs)
-        .filter(|(_, a)| {
-            a.contains_any(TokenAttr::CONTROL | TokenAttr::UNKNOWN | TokenAttr::USER_DEFINED)
-        })
-        .map(|(t, a)| {
-            let special = a.contains_any(TokenAttr::CONTROL | TokenAttr::UNKNOWN);
-            AddedToken::from(t.clone(), special).normalized(false)
-        })
-        .collect();
-    tok.add_special_tokens(&added);
     Ok(tok)
 }
 

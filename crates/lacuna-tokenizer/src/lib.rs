@@ -17,6 +17,7 @@ mod chat;
 mod decode;
 mod error;
 mod hf;
+mod partition;
 pub mod pretok;
 mod tokenizer;
 mod vocab;

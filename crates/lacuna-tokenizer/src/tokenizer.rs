@@ -1,10 +1,9 @@
 //! [`Tokenizer`]: the vocabulary plus the Hugging Face pipeline built from it.
 
-use std::sync::OnceLock;
-
 use lacuna_gguf::{GgufFile, Metadata};
 
 use crate::decode::{self, StreamDecoder};
+use crate::partition::{Fragment, SpecialMatcher};
 use crate::vocab::{TokenId, Vocab, VocabKind};
 use crate::{Error, Result};
 
@@ -21,7 +20,7 @@ use crate::{Error, Result};
 pub struct Tokenizer {
     vocab: Vocab,
     hf: tokenizers::Tokenizer,
-    hf_plain: OnceLock<tokenizers::Tokenizer>,
+    specials: SpecialMatcher,
     pieces: Vec<Vec<u8>>,
 }
 
@@ -39,13 +38,14 @@ impl Tokenizer {
     /// Builds the tokenizer from an already read vocabulary.
     pub fn from_vocab(vocab: Vocab) -> Result<Self> {
         let hf = crate::hf::build(&vocab)?;
+        let specials = SpecialMatcher::new(&vocab)?;
         let pieces = (0..vocab.len())
             .map(|id| decode::piece(&vocab, id))
             .collect();
         Ok(Self {
             vocab,
             hf,
-            hf_plain: OnceLock::new(),
+            specials,
             pieces,
         })
     }
@@ -60,47 +60,50 @@ impl Tokenizer {
         self.vocab.len()
     }
 
-    /// The underlying Hugging Face tokenizer (special-token parsing on, no BOS/EOS).
+    /// The underlying Hugging Face tokenizer for plain text: it has no added tokens (no
+    /// BOS/EOS, control or user-defined tokens), since [`Tokenizer::encode`] splits those
+    /// off the text itself, as llama.cpp does, before handing it the pieces between them.
     pub fn hf(&self) -> &tokenizers::Tokenizer {
         &self.hf
-    }
-
-    fn hf_plain(&self) -> &tokenizers::Tokenizer {
-        self.hf_plain.get_or_init(|| {
-            let mut t = self.hf.clone();
-            t.set_encode_special_tokens(true);
-            t
-        })
     }
 
     /// Encodes `text` as `llama_tokenize(text, add_special, parse_special)` does: with
     /// `add_special`, BOS/EOS as the vocabulary asks; with `parse_special`, control-token
     /// text becomes the control token, otherwise it is encoded as plain text (user-defined
     /// tokens are matched either way).
+    ///
+    /// The text is first split at those tokens as llama.cpp's `tokenizer_st_partition`
+    /// does (longest token text first, LSTRIP/RSTRIP honoured); each piece of plain text
+    /// between them is then encoded on its own (for SentencePiece, with its prefix space).
     pub fn encode(
         &self,
         text: &str,
         add_special: bool,
         parse_special: bool,
     ) -> Result<Vec<TokenId>> {
-        let hf = if parse_special {
-            &self.hf
-        } else {
-            self.hf_plain()
-        };
-        let enc = hf.encode_fast(text, false).map_err(|source| Error::Hf {
-            what: "encoding",
-            source,
-        })?;
-        let body = enc.get_ids();
+        let fragments = self.specials.partition(text, parse_special)?;
         let special = self.vocab.special();
-        let mut ids = Vec::with_capacity(body.len() + 2);
+        let mut ids = Vec::with_capacity(text.len() / 3 + 2);
         if add_special && self.vocab.add_bos() {
             if let Some(bos) = special.bos {
                 ids.push(bos);
             }
         }
-        ids.extend_from_slice(body);
+        for fragment in fragments {
+            match fragment {
+                Fragment::Token(id) => ids.push(id),
+                Fragment::Text(piece) => {
+                    let enc = self
+                        .hf
+                        .encode_fast(piece, false)
+                        .map_err(|source| Error::Hf {
+                            what: "encoding",
+                            source,
+                        })?;
+                    ids.extend_from_slice(enc.get_ids());
+                }
+            }
+        }
         if add_special && self.vocab.add_eos() {
             if let Some(eos) = special.eos {
                 ids.push(eos);

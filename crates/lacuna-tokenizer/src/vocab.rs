@@ -30,6 +30,14 @@ impl TokenAttr {
     pub const USER_DEFINED: Self = Self(1 << 4);
     /// A byte-fallback token `<0xXX>`.
     pub const BYTE: Self = Self(1 << 5);
+    /// Normalized before matching (llama.cpp records it; Lacuna does not act on it).
+    pub const NORMALIZED: Self = Self(1 << 6);
+    /// Partitioning drops the whitespace just before the token's text.
+    pub const LSTRIP: Self = Self(1 << 7);
+    /// Partitioning drops the whitespace just after the token's text.
+    pub const RSTRIP: Self = Self(1 << 8);
+    /// Matched only as a whole word (llama.cpp records it; Lacuna does not act on it).
+    pub const SINGLE_WORD: Self = Self(1 << 9);
 
     /// Whether any flag of `other` is set.
     pub fn contains_any(self, other: Self) -> bool {
@@ -284,6 +292,7 @@ impl Vocab {
         for t in FORCED_USER_DEFINED {
             mark(t, TokenAttr::USER_DEFINED, true);
         }
+        apply_strip_rules(md, &by_text, &mut attrs)?;
 
         let (def_bos, def_eos, def_unk) = match kind {
             VocabKind::Spm => (Some(1), Some(2), Some(0)),
@@ -446,6 +455,65 @@ impl Vocab {
     pub fn chat_template(&self) -> Option<&str> {
         self.chat_template.as_deref()
     }
+}
+
+/// llama.cpp's per-model LSTRIP/RSTRIP attributes (GGUF files carry no per-token strip
+/// flags; llama.cpp sets them at load from `tokenizer.ggml.pre`, `general.architecture` and
+/// the lower-cased `general.name`, after building its special-token cache).
+fn apply_strip_rules(
+    md: &Metadata,
+    by_text: &HashMap<&str, TokenId>,
+    attrs: &mut [TokenAttr],
+) -> Result<()> {
+    let name = md
+        .get_opt::<&str>("general.name")?
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let pre = md.get_opt::<&str>("tokenizer.ggml.pre")?.unwrap_or("");
+    let arch = md.get_opt::<&str>("general.architecture")?.unwrap_or("");
+    let has = |s: &str, subs: &[&str]| subs.iter().any(|x| s.contains(x));
+    if has(pre, &["jina-v2-de", "jina-v2-es", "jina-v2-code"])
+        || has(arch, &["nomic-bert-moe", "jina-bert-v3"])
+    {
+        set_attr(by_text, attrs, "<mask>", TokenAttr::LSTRIP, true);
+    } else if has(&name, &["phi-3", "phi3"]) {
+        let cached = TokenAttr::CONTROL | TokenAttr::USER_DEFINED | TokenAttr::UNKNOWN;
+        for a in attrs.iter_mut().filter(|a| a.contains_any(cached)) {
+            *a = *a | TokenAttr::RSTRIP;
+        }
+        for (text, on) in [
+            ("</s>", true),
+            ("<unk>", false),
+            ("<s>", false),
+            ("<|endoftext|>", false),
+        ] {
+            if !set_attr(by_text, attrs, text, TokenAttr::RSTRIP, on) {
+                return Err(Error::MissingRuleToken {
+                    rule: "Phi-3's RSTRIP attributes",
+                    text,
+                });
+            }
+        }
+    } else if has(&name, &["modern-bert"]) {
+        set_attr(by_text, attrs, "[MASK]", TokenAttr::LSTRIP, true);
+    }
+    Ok(())
+}
+
+/// Sets or clears `attr` on the token with this text; false when there is none.
+fn set_attr(
+    by_text: &HashMap<&str, TokenId>,
+    attrs: &mut [TokenAttr],
+    text: &str,
+    attr: TokenAttr,
+    on: bool,
+) -> bool {
+    let Some(&id) = by_text.get(text) else {
+        return false;
+    };
+    let a = &mut attrs[id as usize];
+    a.0 = if on { a.0 | attr.0 } else { a.0 & !attr.0 };
+    true
 }
 
 /// `<0xXX>` → the byte.

@@ -144,7 +144,9 @@ pub(crate) fn run(
         // Dream caches only in its block-wise parallel mode; a threshold above 1 commits
         // exactly one token per step, the same fixed work as the official schedule.
         if g.steps != g.gen_length {
-            bail!("a cached Dream benchmark commits one token per step: give --steps = --gen-length");
+            bail!(
+                "a cached Dream benchmark commits one token per step: give --steps = --gen-length"
+            );
         }
         req.parallel = Some(ParallelConfig {
             rule: ParallelRule::Threshold(2.0),

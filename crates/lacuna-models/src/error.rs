@@ -68,7 +68,9 @@ pub enum Error {
         max: usize,
     },
     /// A window pass was asked for without a cache filled for a canvas of this length.
-    #[error("window pass over a canvas of {len} tokens, but the key/value cache holds {cached} (run a fill pass first)")]
+    #[error(
+        "window pass over a canvas of {len} tokens, but the key/value cache holds {cached} (run a fill pass first)"
+    )]
     CacheNotFilled {
         /// The canvas length.
         len: usize,
@@ -76,7 +78,9 @@ pub enum Error {
         cached: usize,
     },
     /// A window pass's range is empty or leaves the canvas, or a requested row is outside it.
-    #[error("window {start}..{end} is empty, outside the canvas of {len} tokens, or misses row {row}")]
+    #[error(
+        "window {start}..{end} is empty, outside the canvas of {len} tokens, or misses row {row}"
+    )]
     BadWindow {
         /// Window start.
         start: usize,

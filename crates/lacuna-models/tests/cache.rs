@@ -17,7 +17,13 @@ fn tiny(arch: Arch, quant: QuantMix) -> Model {
 
 fn canvas(len: usize, mask: u32) -> Vec<u32> {
     (0..len)
-        .map(|i| if i % 3 == 1 { mask } else { (i * 131 % 500) as u32 })
+        .map(|i| {
+            if i % 3 == 1 {
+                mask
+            } else {
+                (i * 131 % 500) as u32
+            }
+        })
         .collect()
 }
 
@@ -72,11 +78,17 @@ fn a_window_sees_fresh_tokens_inside_and_cached_ones_outside() {
         let exact = logits(&mut m, &after, &Pass::Full, &rows);
         // Outside the window the keys and values are `before`'s, which attended to the old
         // tokens: stale, so the rows differ from the exact pass.
-        assert_ne!(windowed, exact, "{arch}: outside the window the keys are stale");
+        assert_ne!(
+            windowed, exact,
+            "{arch}: outside the window the keys are stale"
+        );
         // After a refresh with `after`, the same window is exact again.
         logits(&mut m, &after, &Pass::Fill, &all);
         let refreshed = logits(&mut m, &after, &Pass::Window(16..32), &rows);
-        assert_eq!(refreshed, exact, "{arch}: after a refresh the window is exact");
+        assert_eq!(
+            refreshed, exact,
+            "{arch}: after a refresh the window is exact"
+        );
         assert!(windowed.iter().all(|x| x.is_finite()));
         assert_eq!(windowed.len(), rows.len() * v);
     }
@@ -110,7 +122,10 @@ fn bad_windows_are_typed_errors() {
     // A canvas of another length is not the one cached.
     assert!(matches!(
         m.forward_pass(&c[..10], &Pass::Window(2..6), &[3], &mut out),
-        Err(Error::CacheNotFilled { len: 10, cached: 12 })
+        Err(Error::CacheNotFilled {
+            len: 10,
+            cached: 12
+        })
     ));
     assert!(m.cache_bytes() > 0);
 }

@@ -106,7 +106,7 @@ pub fn entropy_bound_rule(conf: &[f64], entropy: &[f64], gamma: f64) -> Vec<usiz
     for (rank, &i) in order.iter().enumerate() {
         let h = entropy.get(i).copied().unwrap_or(f64::INFINITY).max(0.0);
         let (s, m) = (sum + h, max.max(h));
-        if rank > 0 && !(s - m <= gamma) {
+        if rank > 0 && (s - m > gamma || (s - m).is_nan()) {
             break;
         }
         (sum, max) = (s, m);

@@ -52,7 +52,9 @@ fn rope_with_an_offset_is_the_same_rows_of_a_full_rope() {
         freq_base: 500_000.0,
         freq_scale: 1.0,
     };
-    let x: Vec<f32> = (0..7 * 8).map(|i| ((i * 37 % 23) as f32 - 11.0) / 7.0).collect();
+    let x: Vec<f32> = (0..7 * 8)
+        .map(|i| ((i * 37 % 23) as f32 - 11.0) / 7.0)
+        .collect();
     let mut full = x.clone();
     rope(&mut full, 7, 0, 4, params);
     let mut part = x[3 * 8..6 * 8].to_vec();

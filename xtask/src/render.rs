@@ -144,6 +144,34 @@ pub(crate) fn render(results: &[Loaded]) -> String {
             );
             rows.entry(key).or_default().push(l);
         }
+        // llama.cpp has no cache: its uncached run of a generate workload is also the
+        // comparison in that workload's rows with a cache.
+        let cached: Vec<_> = rows
+            .keys()
+            .filter(|k| k.2.contains(", cache "))
+            .cloned()
+            .collect();
+        for key in cached {
+            let base = key
+                .2
+                .split(", cache ")
+                .next()
+                .unwrap_or_default()
+                .to_string();
+            let uncached = (key.0.clone(), key.1, base, key.3);
+            let llama: Vec<&Loaded> = rows
+                .get(&uncached)
+                .map(|r| {
+                    r.iter()
+                        .copied()
+                        .filter(|l| l.result.engine.name == "llama.cpp")
+                        .collect()
+                })
+                .unwrap_or_default();
+            if let Some(row) = rows.get_mut(&key) {
+                row.extend(llama);
+            }
+        }
         for ((_, _, workload, off), row) in rows.iter_mut() {
             row.sort_by(|a, b| a.path.cmp(&b.path));
             let lacuna = best(row, "lacuna");
@@ -183,7 +211,7 @@ pub(crate) fn render(results: &[Loaded]) -> String {
             );
         }
     }
-    out.push_str("\nSpeed-up = llama.cpp's best median ÷ Lacuna's best median on the same machine, model and workload (above 1 means Lacuna is faster). Rows marked \"AMX off\" compare runs with AMX unused on an AMX machine (Lacuna forced to its AVX-512 kernels, llama.cpp built without AMX), standing in for AVX-512 machines without AMX.\n");
+    out.push_str("\nSpeed-up = llama.cpp's best median ÷ Lacuna's best median on the same machine, model and workload (above 1 means Lacuna is faster). Rows marked \"AMX off\" compare runs with AMX unused on an AMX machine (Lacuna forced to its AVX-512 kernels, llama.cpp built without AMX), standing in for AVX-512 machines without AMX. llama.cpp has no K/V cache for these models: in a generate row with a cache its uncached run of the same workload is the comparison, and generate speed-ups at equal steps are end-to-end speed-ups.\n");
     out
 }
 

@@ -83,7 +83,7 @@ pub(crate) struct SamplingArgs {
     #[arg(long)]
     pub(crate) alg_temp: Option<f32>,
     /// LLaDA: classifier-free guidance scale (0 = off).
-    #[arg(long, conflicts_with = "fast")]
+    #[arg(long)]
     pub(crate) cfg_scale: Option<f32>,
     /// Seed of the sampler's random draws.
     #[arg(long, default_value_t = 0)]
@@ -120,6 +120,12 @@ impl SamplingArgs {
             && (self.threshold.is_some() || self.factor.is_some() || self.entropy_bound.is_some())
         {
             bail!("--threshold, --factor and --entropy-bound need --parallel (or --fast)");
+        }
+        if self.fast && self.cfg_scale.is_some_and(|c| c != 0.0) {
+            bail!(
+                "--fast (dual cache) cannot be combined with --cfg-scale: the unconditional \
+                 pass runs on another canvas; use --cache none with --cfg-scale"
+            );
         }
         let mut r = GenerateRequest::new(prompt);
         r.gen_length = self.gen_length;

@@ -59,7 +59,13 @@ fn unreadable_model_file_is_one_line_and_exit_1() {
 
 #[test]
 fn bad_settings_are_clear_errors() {
-    let cases: [(&[&str], &[&str]); 4] = [
+    let cases: [(&[&str], &[&str]); 7] = [
+        (&["--fast", "--cfg-scale", "1"], &["--fast", "--cfg-scale"]),
+        (
+            &["--cache", "dual", "--cfg-scale", "1"],
+            &["cache policy 'dual'", "cfg_scale"],
+        ),
+        (&["--threshold", "0.8"], &["need --parallel"]),
         (
             &["--gen-length", "30", "--block-length", "8"],
             &["gen_length 30 is not a multiple of block_length 8"],
@@ -90,6 +96,46 @@ fn bad_settings_are_clear_errors() {
     let mut args = vec!["run", "--demo", "-p", "hi", "--top-p", "0.9"];
     args.extend_from_slice(SMALL);
     assert_one_line_error(&lacuna(&args), &["top_p", "llada"]);
+}
+
+#[test]
+fn cached_runs_report_forwards_and_smaller_windows() {
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "--demo",
+            "-p",
+            "And God said,",
+            "--raw",
+            "--json",
+            "--threads",
+            "1",
+            "--gen-length",
+            "32",
+            "--steps",
+            "32",
+            "--block-length",
+            "8",
+        ];
+        args.extend_from_slice(extra);
+        let o = lacuna(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
+    };
+    let exact = run(&["--cache", "none"]);
+    let dual = run(&["--cache", "dual"]);
+    let fast = run(&["--fast"]);
+    assert_eq!(exact["cache"], "none");
+    assert_eq!(dual["cache"], "dual");
+    assert_eq!(fast["cache"], "dual");
+    let ppf = |v: &serde_json::Value| v["positions_per_forward"].as_f64().unwrap();
+    let canvas = (exact["prompt_tokens"].as_array().unwrap().len() + 32) as f64;
+    if exact["finish"] == "completed" {
+        assert_eq!(ppf(&exact), canvas);
+    }
+    assert!(ppf(&dual) < ppf(&exact), "{dual}");
+    assert!(dual["cache_fills"].as_u64().unwrap() >= 1);
+    assert!(fast["tokens_per_forward"].as_f64().unwrap() >= 1.0);
 }
 
 #[test]
@@ -238,13 +284,15 @@ fn generate_bench_writes_a_v1_result() {
     assert!(v["peak_rss_bytes"].as_u64().unwrap() > 0);
     let saved = dir
         .path()
-        .join("bench-results/test-box/tiny-llada-generate-t1.json");
+        .join("bench-results/test-box/tiny-llada-generate-g8-none-t1.json");
     let r: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(saved).unwrap()).unwrap();
     assert_eq!(r, v["result"]);
     assert_eq!(r["schema"], "lacuna.bench.v1");
     assert_eq!(r["workload"]["kind"], "generate");
     assert_eq!(r["workload"]["gen_tokens"], 8);
+    assert_eq!(r["workload"]["cache"], "none");
+    assert!(r["figures"]["forwards"].as_u64().unwrap() > 0);
     assert_eq!(r["model"]["synthetic"], true);
     assert_eq!(r["machine"]["threads"], 1);
     let s = &r["figures"]["step_ms"];

@@ -1,6 +1,7 @@
 //! `llama-oracle`: llama.cpp (through `llama-cpp-sys-2`) as the reference Lacuna is checked
-//! against. Three subcommands: `tokenize` (token ids and detokenized text), `logits` (one
-//! non-causal forward pass, all positions) and `bench` (timing of that forward pass).
+//! against. Four subcommands: `tokenize` (token ids and detokenized text), `logits` (one
+//! non-causal forward pass, all positions), `bench` (timing of that forward pass) and
+//! `generate` (end-to-end timing of `llama-diffusion-cli`'s uncached loop).
 //!
 //! This is a tool, not a library: it talks to the raw FFI and keeps every `unsafe` call in
 //! the small wrappers of `ffi.rs`.
@@ -83,6 +84,32 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Times end-to-end generation the way `llama-diffusion-cli` runs it: every step one
+    /// non-causal forward over the whole canvas with all-position logits (no cache), then
+    /// LLaDA's low-confidence schedule over the current block (greedy, `k` per step).
+    Generate {
+        /// GGUF model file.
+        #[arg(long)]
+        model: PathBuf,
+        /// Prompt length (deterministic ordinary ids).
+        #[arg(long, default_value_t = 32)]
+        prompt_tokens: usize,
+        /// Tokens to generate.
+        #[arg(long, default_value_t = 128)]
+        gen_length: usize,
+        /// Denoising steps in total (a multiple of the number of blocks).
+        #[arg(long, default_value_t = 128)]
+        steps: usize,
+        /// Block length (divides gen_length).
+        #[arg(long, default_value_t = 32)]
+        block_length: usize,
+        /// Threads for the forward passes.
+        #[arg(long, default_value_t = 2)]
+        threads: i32,
+        /// Print the result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn main() {
@@ -104,6 +131,9 @@ fn run(command: Command) -> Result<()> {
         }
         Command::Bench { model, seq_len, threads, runs, json } => {
             bench(&model, seq_len, threads, runs, json)
+        }
+        Command::Generate { model, prompt_tokens, gen_length, steps, block_length, threads, json } => {
+            generate(&model, prompt_tokens, gen_length, steps, block_length, threads, json)
         }
     }
 }
@@ -294,6 +324,121 @@ fn bench(
         println!(
             "seq_len {} threads {}: median {:.2} ms (min {:.2}, max {:.2}) over {} runs",
             seq_len, threads, result.median, result.min, result.max, runs
+        );
+    }
+    Ok(())
+}
+
+#[derive(Serialize)]
+struct GenerateOut {
+    model: String,
+    prompt_tokens: usize,
+    gen_length: usize,
+    steps: usize,
+    block_length: usize,
+    threads: i32,
+    ms_per_step: Vec<f64>,
+    median: f64,
+    min: f64,
+    max: f64,
+    total_s: f64,
+    generated_tokens_per_s: f64,
+    llama_cpp_version: &'static str,
+    build_flavour: String,
+    system_info: String,
+}
+
+/// Tokens committed in each step of a block of `masks` masks over `steps` steps (LLaDA's
+/// `get_num_transfer_tokens`).
+fn transfer_counts(masks: usize, steps: usize) -> Vec<usize> {
+    let (base, rem) = (masks / steps, masks % steps);
+    (0..steps).map(|i| base + usize::from(i < rem)).collect()
+}
+
+fn generate(
+    model_path: &std::path::Path,
+    prompt_tokens: usize,
+    gen_length: usize,
+    steps: usize,
+    block_length: usize,
+    threads: i32,
+    json: bool,
+) -> Result<()> {
+    if gen_length == 0 || block_length == 0 || gen_length % block_length != 0 {
+        bail!("--gen-length must be a positive multiple of --block-length");
+    }
+    let blocks = gen_length / block_length;
+    if steps == 0 || steps % blocks != 0 {
+        bail!("--steps must be a positive multiple of the number of blocks {blocks}");
+    }
+    let model = Model::load(model_path, false)?;
+    let n_vocab = model.vocab().n_tokens();
+    let mask = match model.vocab().mask() {
+        m if m >= 0 => m,
+        _ => n_vocab - 1,
+    };
+    let v = n_vocab as usize;
+    let mut canvas: Vec<i32> = (0..prompt_tokens)
+        .map(|i| ((i as i64 * 7919 + 13) % i64::from(n_vocab)) as i32)
+        .map(|t| if t == mask { (t + 1) % n_vocab } else { t })
+        .collect();
+    canvas.resize(prompt_tokens + gen_length, mask);
+    let mut session = Session::new(&model, canvas.len(), threads, false)?;
+    session.forward(&canvas)?; // warm-up, as the first step would page the weights in
+    let start = Instant::now();
+    let mut ms = Vec::with_capacity(steps);
+    for b in 0..blocks {
+        let (lo, hi) = (prompt_tokens + b * block_length, prompt_tokens + (b + 1) * block_length);
+        for k in transfer_counts(block_length, steps / blocks) {
+            let clock = Instant::now();
+            let logits = session.forward(&canvas)?;
+            let mut scored: Vec<(f64, usize, i32)> = Vec::new();
+            for p in (lo..hi).filter(|&p| canvas[p] == mask) {
+                let row = &logits[p * v..(p + 1) * v];
+                let (mut best, mut best_v) = (0usize, f32::NEG_INFINITY);
+                for (i, &x) in row.iter().enumerate() {
+                    if x > best_v {
+                        (best, best_v) = (i, x);
+                    }
+                }
+                let sum: f64 = row.iter().map(|&x| f64::from(x - best_v).exp()).sum();
+                scored.push((1.0 / sum, p, best as i32));
+            }
+            scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+            for &(_, p, t) in scored.iter().take(k) {
+                canvas[p] = t;
+            }
+            ms.push(clock.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    let total_s = start.elapsed().as_secs_f64();
+    let mut sorted = ms.clone();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    let median = if n % 2 == 1 { sorted[n / 2] } else { (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0 };
+    let out = GenerateOut {
+        model: model_path.display().to_string(),
+        prompt_tokens,
+        gen_length,
+        steps,
+        block_length,
+        threads,
+        median,
+        min: sorted[0],
+        max: sorted[n - 1],
+        ms_per_step: ms,
+        total_s,
+        generated_tokens_per_s: gen_length as f64 / total_s,
+        llama_cpp_version: ffi::ORACLE_VERSION,
+        build_flavour: option_env!("LLAMA_ORACLE_FLAVOUR").unwrap_or("unspecified").to_owned(),
+        system_info: ffi::system_info(),
+    };
+    if json {
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        println!(
+            "{} steps, threads {threads}: median {:.1} ms/step, {:.2} generated tokens/s",
+            steps, out.median, out.generated_tokens_per_s
         );
     }
     Ok(())

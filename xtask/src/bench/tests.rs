@@ -190,3 +190,38 @@ fn amx_off_runs_get_their_own_row() {
     );
     assert!(text.contains("| forward, T=160, AMX off (AVX-512 kernels) | 600.0 (2 thr, cpu-avx512vnni) | 1800.0 (2 thr, avx512-no-amx) | 3.00× |"), "{text}");
 }
+
+#[test]
+fn cached_generate_rows_compare_with_llama_cpps_uncached_run() {
+    let generate = |engine: &str, median: f64, cache: Option<&str>| {
+        let mut v = sample(engine, 2, median);
+        v["workload"] = serde_json::json!({"kind": "generate", "prompt_tokens": 32,
+            "gen_tokens": 128, "steps": 128, "block_length": 32, "sampler": "llada"});
+        if let Some(c) = cache {
+            v["workload"]["cache"] = c.into();
+            v["figures"]["forwards"] = 128.into();
+            v["figures"]["positions_per_forward"] = 40.0.into();
+        }
+        v["figures"]["generated_tokens_per_s"] = (128.0 / (median * 0.128)).into();
+        v["figures"]["startup_s"] = 1.0.into();
+        v
+    };
+    let dir = repo(&[
+        ("lacuna-none.json", generate("lacuna", 500.0, Some("none"))),
+        ("lacuna-dual.json", generate("lacuna", 100.0, Some("dual"))),
+        ("llama.json", generate("llama.cpp", 1500.0, None)),
+    ]);
+    render_readme(dir.path()).unwrap();
+    let text = readme(dir.path());
+    assert!(
+        text.contains(
+            "block 32, llada | 500.0 (2 thr, avx512vnni) | 1500.0 (2 thr, avx512vnni) | 3.00× |"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("block 32, llada, cache dual | 100.0 (2 thr, avx512vnni) | 1500.0 (2 thr, avx512vnni) | 15.00× |"),
+        "{text}"
+    );
+    verify(dir.path()).unwrap();
+}

@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""Side-by-side end-to-end generation benchmark: Lacuna with each cache policy against
+llama.cpp's uncached diffusion loop (`llama-oracle generate`: one all-logits forward over the
+whole canvas per step, as llama-diffusion-cli runs it) on the same GGUF, prompt, generation
+length and steps, in one session. Writes one `lacuna.bench.v1` file per (engine, cache,
+gen length, threads) into bench-results/<machine-id>/; the README table then comes from
+`cargo xtask bench-render`.
+
+Usage (from the repository root, release binaries built first):
+    cargo build --release -p lacuna-cli
+    tools/llama-oracle/build-amx.sh
+    lacuna fixture --arch llada --shape llada-8b --layers 4 --quant q4_k_m --out /tmp/llada8b-4l-q4km.gguf
+    python3 tools/bench/generate.py --model /tmp/llada8b-4l-q4km.gguf --model-id llada-8b-shape-4l-q4km \
+        --layers 4 --gen-length 128 256 --cache none prefix dual --threads 2
+
+Steps = generation length (one token per step, the fixed work of the official schedule),
+block 32, prompt 32, greedy. Random weights give no confidence, so the parallel rules would
+commit one token per step too; their tokens per forward are measured on the demo model
+(`crates/lacuna/examples/cache_quality.rs`).
+"""
+import argparse, datetime, json, os, subprocess, sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from forward import LACUNA, ORACLES, SHAPES, ROOT, machine, run  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--model-id", required=True)
+    ap.add_argument("--layers", type=int, required=True)
+    ap.add_argument("--quant", default="Q4_K_M-like: Q4_K + Q6_K (attn_v, ffn_down, output), Q4_K token_embd, F32 norms")
+    ap.add_argument("--gen-length", type=int, nargs="+", default=[128])
+    ap.add_argument("--cache", nargs="+", default=["none", "prefix", "dual"])
+    ap.add_argument("--threads", type=int, nargs="+", default=[2])
+    ap.add_argument("--prompt-tokens", type=int, default=32)
+    ap.add_argument("--block-length", type=int, default=32)
+    ap.add_argument("--machine-id", default="xeon-2c-amx")
+    ap.add_argument("--skip-llama", action="store_true")
+    ap.add_argument("--builds", nargs="+", default=["amx"], help="llama.cpp builds to run")
+    a = ap.parse_args()
+
+    arch, d, h, kv, ffn, vocab = next(v for k, v in SHAPES.items() if a.model_id.startswith(k))
+    model = dict(id=a.model_id, architecture=arch, layers=a.layers, d_model=d, heads=h, kv_heads=kv, ffn=ffn,
+                 vocab=vocab, quant=a.quant, file_bytes=os.path.getsize(a.model), synthetic=True)
+    commit = subprocess.check_output(["git", "-C", ROOT, "rev-parse", "--short=12", "HEAD"], text=True).strip()
+    outdir = os.path.join(ROOT, "bench-results", a.machine_id)
+    os.makedirs(outdir, exist_ok=True)
+    for g in a.gen_length:
+        for th in a.threads:
+            for cache in a.cache:
+                lacuna(a, model, commit, outdir, g, th, cache)
+            if not a.skip_llama and arch == "llada":
+                for build in a.builds:
+                    if os.path.exists(ORACLES[build]):
+                        llama(a, model, commit, outdir, g, th, build)
+
+
+def shown(cmd):
+    return " ".join(os.path.relpath(c, ROOT) if c.startswith(ROOT) else c for c in cmd)
+
+
+def lacuna(a, model, commit, outdir, g, th, cache):
+    load = open("/proc/loadavg").read().split()[0]
+    cmd = [LACUNA, "bench", "-m", a.model, "--gen-length", str(g), "--steps", str(g),
+           "--block-length", str(a.block_length), "--prompt-tokens", str(a.prompt_tokens),
+           "--cache", cache, "--threads", str(th), "--runs", "1", "--json",
+           "--machine-id", a.machine_id, "--model-id", a.model_id]
+    out, peak = run(cmd)
+    res = json.loads(out)["result"]
+    res["repo_commit"] = commit
+    res["model"] = model
+    res["figures"]["peak_rss_bytes"] = peak
+    res["notes"] = f"{shown(cmd)}. Load average before the run: {load}."
+    write(outdir, f"{a.model_id}-generate-g{g}-{cache}-lacuna-t{th}.json", res)
+    f = res["figures"]
+    print(f"lacuna    cache {cache:6} gen {g:4} threads {th}: {f['step_ms']['median']:8.1f} ms/step, "
+          f"{f['generated_tokens_per_s']:.3f} tokens/s, {f['positions_per_forward']:.0f} positions/forward", flush=True)
+
+
+def llama(a, model, commit, outdir, g, th, build):
+    load = open("/proc/loadavg").read().split()[0]
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    cmd = [ORACLES[build], "generate", "--model", a.model, "--prompt-tokens", str(a.prompt_tokens),
+           "--gen-length", str(g), "--steps", str(g), "--block-length", str(a.block_length),
+           "--threads", str(th), "--json"]
+    out, peak = run(cmd)
+    r = json.loads(out)
+    canvas = a.prompt_tokens + g
+    res = dict(schema="lacuna.bench.v1",
+               engine=dict(name="llama.cpp", version=r["llama_cpp_version"], build=r["build_flavour"]),
+               repo_commit=commit, date=date, machine=dict(id=a.machine_id, **machine(th)), model=model,
+               workload=dict(kind="generate", prompt_tokens=a.prompt_tokens, gen_tokens=g, steps=g,
+                             block_length=a.block_length, sampler="llada low_confidence t=0", cache="none"),
+               figures=dict(runs=1, step_ms=dict(median=r["median"], min=r["min"], max=r["max"]),
+                            forward_tokens_per_s=canvas / (r["median"] / 1000),
+                            generated_tokens_per_s=r["generated_tokens_per_s"], startup_s=None,
+                            peak_rss_bytes=peak, forwards=g, positions_per_forward=float(canvas)),
+               notes=f"{shown(cmd)} (llama-diffusion-cli's loop: non-causal, flash attention off, "
+                     f"all-position logits every step, no cache). Load average before the run: {load}.")
+    write(outdir, f"{a.model_id}-generate-g{g}-llama-{build}-t{th}.json", res)
+    print(f"llama.cpp {build:12} gen {g:4} threads {th}: {r['median']:8.1f} ms/step, "
+          f"{r['generated_tokens_per_s']:.3f} tokens/s", flush=True)
+
+
+def write(outdir, name, res):
+    with open(os.path.join(outdir, name), "w") as f:
+        json.dump(res, f, indent=2)
+        f.write("\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -50,7 +50,7 @@ def main():
         for th in a.threads:
             for cache in a.cache:
                 lacuna(a, model, commit, outdir, g, th, cache)
-            if not a.skip_llama and arch == "llada":
+            if not a.skip_llama:
                 for build in a.builds:
                     if os.path.exists(ORACLES[build]):
                         llama(a, model, commit, outdir, g, th, build)
@@ -91,13 +91,17 @@ def llama(a, model, commit, outdir, g, th, build):
                engine=dict(name="llama.cpp", version=r["llama_cpp_version"], build=r["build_flavour"]),
                repo_commit=commit, date=date, machine=dict(id=a.machine_id, **machine(th)), model=model,
                workload=dict(kind="generate", prompt_tokens=a.prompt_tokens, gen_tokens=g, steps=g,
-                             block_length=a.block_length, sampler="llada low_confidence t=0", cache="none"),
+                             block_length=a.block_length, cache="none",
+                             sampler="llada low_confidence t=0" if model["architecture"] == "llada"
+                             else "dream parallel 1 token/step t=0"),
                figures=dict(runs=1, step_ms=dict(median=r["median"], min=r["min"], max=r["max"]),
                             forward_tokens_per_s=canvas / (r["median"] / 1000),
                             generated_tokens_per_s=r["generated_tokens_per_s"], startup_s=None,
                             peak_rss_bytes=peak, forwards=g, positions_per_forward=float(canvas)),
                notes=f"{shown(cmd)} (llama-diffusion-cli's loop: non-causal, flash attention off, "
-                     f"all-position logits every step, no cache). Load average before the run: {load}.")
+                     f"all-position logits every step, no cache; one token committed per step, "
+                     f"so the per-step cost is the same for either model's sampler). "
+                     f"Load average before the run: {load}.")
     write(outdir, f"{a.model_id}-generate-g{g}-llama-{build}-t{th}.json", res)
     print(f"llama.cpp {build:12} gen {g:4} threads {th}: {r['median']:8.1f} ms/step, "
           f"{r['generated_tokens_per_s']:.3f} tokens/s", flush=True)

@@ -27,9 +27,9 @@ pub(crate) struct GenBenchArgs {
     /// Prompt length in tokens (deterministic ids, no tokenizer involved).
     #[arg(long, default_value_t = 32)]
     prompt_tokens: usize,
-    /// Key/value cache policy: none, prefix or dual. Dream's cached mode is its block-wise
-    /// parallel mode, which the benchmark runs with threshold 2 (one token per step, the
-    /// fixed work of `--steps = --gen-length`).
+    /// Key/value cache policy: none, prefix or dual. Dream caches only in its block-wise
+    /// parallel mode: with `--steps` = `--gen-length` the benchmark runs Dream in that mode
+    /// with threshold 2 (one token per step) for every policy.
     #[arg(long, default_value = "none", value_parser = ["none", "prefix", "dual"])]
     cache: String,
     /// Write the result to `bench-results/<machine-id>/<model-id>-generate-t<threads>.json`
@@ -138,16 +138,15 @@ pub(crate) fn run(
     req.gen_length = g.gen_length;
     req.steps = g.steps;
     req.cache = CachePolicy::from_name(&g.cache).unwrap_or_default();
-    let dream_blocks = cfg.arch == Arch::Dream && req.cache != CachePolicy::None;
+    // Dream caches only in its block-wise parallel mode; a threshold above 1 commits exactly
+    // one token per step there, so with steps = gen_length every cache policy (none too)
+    // does the same fixed work in the same mode, comparable across policies.
+    let dream_blocks = cfg.arch == Arch::Dream && g.steps == g.gen_length;
+    if cfg.arch == Arch::Dream && req.cache != CachePolicy::None && !dream_blocks {
+        bail!("a cached Dream benchmark commits one token per step: give --steps = --gen-length");
+    }
     req.block_length = (cfg.arch != Arch::Dream || dream_blocks).then_some(g.block_length);
     if dream_blocks {
-        // Dream caches only in its block-wise parallel mode; a threshold above 1 commits
-        // exactly one token per step, the same fixed work as the official schedule.
-        if g.steps != g.gen_length {
-            bail!(
-                "a cached Dream benchmark commits one token per step: give --steps = --gen-length"
-            );
-        }
         req.parallel = Some(ParallelConfig {
             rule: ParallelRule::Threshold(2.0),
         });

@@ -314,7 +314,7 @@ impl<B: Backend> Model<B> {
         let s = &mut self.scratch;
         let be = &mut self.backend;
         let tm = &mut self.times;
-        let cache = match pass {
+        let mut cache = match pass {
             Pass::Full => None,
             Pass::Fill | Pass::Window(_) => {
                 // Invalid until this pass has written every layer.
@@ -323,7 +323,6 @@ impl<B: Backend> Model<B> {
                 Some(&mut self.cache)
             }
         };
-        let mut cache = cache;
         let clock = Instant::now();
 
         // Embedding rows (ggml get_rows: dequantized to f32).

@@ -22,7 +22,8 @@
 
 use std::ops::Range;
 
-use crate::denoiser::Pass;
+use crate::denoiser::{Denoiser, Pass};
+use crate::error::ConfigError;
 
 /// How a generation reuses per-layer keys and values between steps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -43,6 +44,17 @@ impl CachePolicy {
             CachePolicy::None => "none",
             CachePolicy::Prefix => "prefix",
             CachePolicy::Dual => "dual",
+        }
+    }
+
+    /// Rejects a policy other than `None` for a denoiser that keeps no cache.
+    pub(crate) fn check_denoiser<D: Denoiser>(self, denoiser: &D) -> Result<(), ConfigError> {
+        if self == CachePolicy::None || denoiser.supports_cache() {
+            Ok(())
+        } else {
+            Err(ConfigError::CacheUnsupported {
+                policy: self.name(),
+            })
         }
     }
 

@@ -254,12 +254,7 @@ pub fn generate<D: Denoiser>(
     if vocab == 0 {
         return Err(ConfigError::EmptyVocab.into());
     }
-    if config.cache != CachePolicy::None && !denoiser.supports_cache() {
-        return Err(ConfigError::CacheUnsupported {
-            policy: config.cache.name(),
-        }
-        .into());
-    }
+    config.cache.check_denoiser(denoiser)?;
     let mut run = Run {
         config,
         vocab,

@@ -27,4 +27,4 @@ pub use backend::Backend;
 pub use config::{Config, MoeConfig};
 pub use cpu::CpuBackend;
 pub use error::{Error, Result};
-pub use model::{Model, PartTimes};
+pub use model::{KvCache, Model, PartTimes};

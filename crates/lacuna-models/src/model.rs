@@ -51,8 +51,11 @@ struct Scratch {
 /// Per-layer keys (after RoPE) and values of every canvas position, kept between passes:
 /// written by [`Pass::Fill`] for every position and by [`Pass::Window`] for the window's;
 /// read by every pass that uses the cache. Buffers grow to the longest canvas and stay.
+///
+/// A [`Model`] owns one; a program that interleaves several canvases on one model (a server)
+/// keeps one per canvas and swaps it in around each pass with [`Model::swap_cache`].
 #[derive(Debug, Default)]
-struct KvCache {
+pub struct KvCache {
     /// The canvas length the cache holds; 0 when empty or after a failed pass.
     len: usize,
     /// `[layer][position x kv_dim]`.
@@ -214,6 +217,13 @@ impl<B: Backend> Model<B> {
         out: &mut [f32],
     ) -> Result<()> {
         self.run(tokens, pass, Some(rows), out)
+    }
+
+    /// Exchanges the model's key/value cache with `cache`: the next cached pass reads and
+    /// writes `cache`'s canvas. A new (default) cache is empty, so its first pass must be a
+    /// [`Pass::Fill`].
+    pub fn swap_cache(&mut self, cache: &mut KvCache) {
+        std::mem::swap(&mut self.cache, cache);
     }
 
     /// Bytes the key/value cache holds now.

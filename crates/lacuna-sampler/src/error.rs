@@ -107,3 +107,19 @@ pub enum Error<E> {
         block: usize,
     },
 }
+
+impl<E> Error<E> {
+    /// Splits off the denoiser's own error: `Ok(e)` for [`Error::Denoiser`], otherwise the
+    /// sampler's error, which then holds no denoiser error.
+    pub fn into_denoiser(self) -> Result<E, Error<std::convert::Infallible>> {
+        match self {
+            Error::Denoiser(e) => Ok(e),
+            Error::Config(c) => Err(Error::Config(c)),
+            Error::InvalidLogit { row, token, value } => {
+                Err(Error::InvalidLogit { row, token, value })
+            }
+            Error::NoFiniteLogit { row } => Err(Error::NoFiniteLogit { row }),
+            Error::Stalled { block } => Err(Error::Stalled { block }),
+        }
+    }
+}

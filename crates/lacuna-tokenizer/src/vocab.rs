@@ -414,6 +414,12 @@ impl Vocab {
         self.kind
     }
 
+    /// Whether decoding removes spaces before punctuation and in contractions (so the text of
+    /// a token prefix can lose a trailing space once the next token arrives).
+    pub fn clean_spaces(&self) -> bool {
+        self.clean_spaces
+    }
+
     /// The stored text of a token (byte-level encoded for BPE, `▁` for spaces in SPM).
     pub fn token_text(&self, id: TokenId) -> Option<&str> {
         self.tokens.get(id as usize).map(String::as_str)

@@ -6,11 +6,12 @@ use std::time::Instant;
 
 use lacuna_gguf::GgufFile;
 use lacuna_models::{Arch, CpuBackend, Model};
-use lacuna_sampler::{DreamConfig, LladaConfig, StepView, Xoshiro256PlusPlus, dream, llada};
+use lacuna_sampler::StepView;
 use lacuna_tokenizer::{ChatTemplate, Tokenizer};
 
-use crate::request::{GenerateRequest, Output, Prompt, Timings};
-use crate::{Error, Result};
+use crate::prepare::{Prepared, Preparer};
+use crate::request::{GenerateRequest, Output, Prompt};
+use crate::{Error, Result, run};
 
 /// How an [`Engine`] runs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -33,12 +34,9 @@ pub struct EngineOptions {
 /// # Ok::<(), lacuna::Error>(())
 /// ```
 pub struct Engine {
-    model: Model<CpuBackend>,
-    tokenizer: Arc<Tokenizer>,
-    template: Option<ChatTemplate>,
-    mask_id: u32,
-    eos_ids: Vec<u32>,
-    pool: rayon::ThreadPool,
+    pub(crate) model: Model<CpuBackend>,
+    pub(crate) prep: Arc<Preparer>,
+    pub(crate) pool: rayon::ThreadPool,
     load_s: f64,
     name: String,
 }
@@ -48,7 +46,7 @@ impl std::fmt::Debug for Engine {
         f.debug_struct("Engine")
             .field("name", &self.name)
             .field("arch", &self.arch())
-            .field("mask_id", &self.mask_id)
+            .field("mask_id", &self.prep.mask_id)
             .field("threads", &self.threads())
             .finish_non_exhaustive()
     }
@@ -114,12 +112,17 @@ impl Engine {
             .metadata()
             .get::<&str>("general.name")
             .map_or_else(|_| model.arch().name().to_string(), str::to_string);
-        Ok(Engine {
-            model,
+        let prep = Arc::new(Preparer {
             tokenizer: Arc::new(tokenizer),
             template,
+            arch: model.arch(),
             mask_id,
             eos_ids,
+            context: model.context_length(),
+        });
+        Ok(Engine {
+            model,
+            prep,
             pool,
             load_s: start.elapsed().as_secs_f64(),
             name,
@@ -144,28 +147,28 @@ impl Engine {
 
     /// The tokenizer.
     pub fn tokenizer(&self) -> &Tokenizer {
-        &self.tokenizer
+        &self.prep.tokenizer
     }
 
     /// The tokenizer, shared: a step callback can decode with it while
     /// [`Engine::generate`] borrows the engine.
     pub fn shared_tokenizer(&self) -> Arc<Tokenizer> {
-        Arc::clone(&self.tokenizer)
+        Arc::clone(&self.prep.tokenizer)
     }
 
     /// Whether the file has a chat template ([`Prompt::Chat`] needs one).
     pub fn has_chat_template(&self) -> bool {
-        self.template.is_some()
+        self.prep.template.is_some()
     }
 
     /// The mask token id.
     pub fn mask_token_id(&self) -> u32 {
-        self.mask_id
+        self.prep.mask_id
     }
 
     /// The end tokens generation stops at.
     pub fn eos_ids(&self) -> &[u32] {
-        &self.eos_ids
+        &self.prep.eos_ids
     }
 
     /// The longest canvas (prompt + generated tokens) the model accepts.
@@ -190,166 +193,51 @@ impl Engine {
     /// The prompt of `request` as token ids: chat messages through the chat template, text
     /// through the tokenizer (BOS/EOS as the vocabulary asks, special tokens parsed).
     pub fn prompt_tokens(&self, prompt: &Prompt) -> Result<Vec<u32>> {
-        let vocab = self.tokenizer.n_vocab();
-        match prompt {
-            Prompt::Tokens(ids) => {
-                if let Some((position, &token)) =
-                    ids.iter().enumerate().find(|&(_, &t)| t as usize >= vocab)
-                {
-                    return Err(Error::PromptToken {
-                        token,
-                        position,
-                        vocab,
-                    });
-                }
-                Ok(ids.clone())
-            }
-            Prompt::Text(text) => Ok(self.tokenizer.encode(text, true, true)?),
-            Prompt::Chat(messages) => {
-                if messages.is_empty() {
-                    return Err(Error::EmptyChat);
-                }
-                let template = self
-                    .template
-                    .as_ref()
-                    .ok_or(lacuna_tokenizer::Error::NoChatTemplate)?;
-                let text = template.render(messages, true)?;
-                let mut ids = self.tokenizer.encode(&text, false, true)?;
-                // The template usually writes BOS itself; add it only when it did not.
-                if self.tokenizer.vocab().add_bos() {
-                    if let Some(bos) = self.tokenizer.vocab().special().bos {
-                        if ids.first() != Some(&bos) {
-                            ids.insert(0, bos);
-                        }
-                    }
-                }
-                Ok(ids)
-            }
-        }
+        self.prep.prompt_tokens(prompt)
+    }
+
+    /// Checks `request` against this model (prompt, context, sampler settings) without
+    /// generating; [`Engine::generate_prepared`] runs the result.
+    pub fn prepare(&self, request: &GenerateRequest) -> Result<Prepared> {
+        self.prep.prepare(request)
     }
 
     /// Generates for `request`, calling `on_step` after every denoising step with a view of
     /// the canvas (the whole canvas, the positions committed this step and their
     /// confidences). Runs on the engine's thread pool.
-    pub fn generate<F>(&mut self, request: &GenerateRequest, mut on_step: F) -> Result<Output>
+    pub fn generate<F>(&mut self, request: &GenerateRequest, on_step: F) -> Result<Output>
     where
         F: FnMut(&StepView<'_>) + Send,
     {
         let start = Instant::now();
-        let prompt = self.prompt_tokens(&request.prompt)?;
-        let total = prompt.len() + request.gen_length;
-        if total > self.context_length() {
-            return Err(Error::ContextOverflow {
-                prompt: prompt.len(),
-                gen_length: request.gen_length,
-                total,
-                context: self.context_length(),
-            });
-        }
-        let sampler = self.sampler_config(request)?;
-        let prepare_s = start.elapsed().as_secs_f64();
-        let mut rng = Xoshiro256PlusPlus::seed_from_u64(request.seed);
-        let mut step_ms = Vec::with_capacity(request.steps);
-        let model = &mut self.model;
-        let generation = self.pool.install(|| {
-            let mut last = Instant::now();
-            let mut step = |view: &StepView<'_>| {
-                step_ms.push(last.elapsed().as_secs_f64() * 1e3);
-                on_step(view);
-                last = Instant::now();
-            };
-            match &sampler {
-                SamplerConfig::Llada(c) => llada::generate(model, &prompt, c, &mut rng, &mut step),
-                SamplerConfig::Dream(c) => dream::generate(model, &prompt, c, &mut rng, &mut step),
-            }
-        })?;
-        let text = self.tokenizer.decode(&generation.tokens)?;
-        Ok(Output {
-            prompt_tokens: prompt,
-            tokens: generation.tokens,
-            text,
-            canvas: generation.canvas,
-            stats: generation.stats,
-            mask_id: self.mask_id,
-            timings: Timings {
-                prepare_s,
-                step_ms,
-                total_s: start.elapsed().as_secs_f64(),
-            },
+        let prepared = self.prepare(request)?;
+        self.run_prepared(&prepared, start, on_step)
+    }
+
+    /// Generates a request checked by [`Engine::prepare`].
+    pub fn generate_prepared<F>(&mut self, prepared: &Prepared, on_step: F) -> Result<Output>
+    where
+        F: FnMut(&StepView<'_>) + Send,
+    {
+        self.run_prepared(prepared, Instant::now(), on_step)
+    }
+
+    fn run_prepared<F>(&mut self, prepared: &Prepared, start: Instant, on_step: F) -> Result<Output>
+    where
+        F: FnMut(&StepView<'_>) + Send,
+    {
+        let Engine {
+            model, prep, pool, ..
+        } = self;
+        pool.install(|| {
+            run::run(
+                model,
+                prepared,
+                &prep.tokenizer,
+                prep.mask_id,
+                start,
+                on_step,
+            )
         })
     }
-
-    /// The sampler settings `request` asks for, for this model's sampler; checked.
-    fn sampler_config(&self, r: &GenerateRequest) -> Result<SamplerConfig> {
-        let arch = self.arch();
-        let unsupported = |setting, belongs_to| Error::UnsupportedSetting {
-            setting,
-            arch,
-            belongs_to,
-        };
-        let config = match arch {
-            Arch::Llada | Arch::LladaMoe => {
-                for (set, name) in [
-                    (r.algorithm.is_some(), "algorithm"),
-                    (r.alg_temp.is_some(), "alg_temp"),
-                    (r.top_p.is_some(), "top_p"),
-                    (r.top_k.is_some(), "top_k"),
-                ] {
-                    if set {
-                        return Err(unsupported(name, "the Dream sampler"));
-                    }
-                }
-                SamplerConfig::Llada(LladaConfig {
-                    gen_length: r.gen_length,
-                    block_length: r.block_length.unwrap_or(r.gen_length),
-                    steps: r.steps,
-                    temperature: r.temperature,
-                    cfg_scale: r.cfg_scale.unwrap_or(0.0),
-                    remasking: r.remasking.unwrap_or_default(),
-                    mask_id: Some(self.mask_id),
-                    eos_ids: self.eos_ids.clone(),
-                    keep_after_eos: r.keep_after_eos,
-                    parallel: r.parallel,
-                    cache: r.cache,
-                })
-            }
-            Arch::Dream => {
-                for (set, name) in [
-                    (r.remasking.is_some(), "remasking"),
-                    (r.cfg_scale.is_some(), "cfg_scale"),
-                ] {
-                    if set {
-                        return Err(unsupported(name, "the LLaDA sampler"));
-                    }
-                }
-                SamplerConfig::Dream(DreamConfig {
-                    gen_length: r.gen_length,
-                    steps: r.steps,
-                    alg: r.algorithm.unwrap_or_default(),
-                    alg_temp: r.alg_temp.unwrap_or(0.0),
-                    temperature: r.temperature as f32,
-                    top_p: r.top_p,
-                    top_k: r.top_k,
-                    mask_id: Some(self.mask_id),
-                    eos_ids: self.eos_ids.clone(),
-                    keep_after_eos: r.keep_after_eos,
-                    parallel: r.parallel,
-                    block_length: r.block_length,
-                    cache: r.cache,
-                    ..DreamConfig::default()
-                })
-            }
-        };
-        match &config {
-            SamplerConfig::Llada(c) => c.validate()?,
-            SamplerConfig::Dream(c) => c.validate()?,
-        };
-        Ok(config)
-    }
-}
-
-/// The sampler of the model's family, with its settings.
-enum SamplerConfig {
-    Llada(LladaConfig),
-    Dream(DreamConfig),
 }

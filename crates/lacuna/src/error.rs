@@ -30,7 +30,10 @@ pub enum Error {
     Config(#[from] lacuna_sampler::ConfigError),
     /// The sampler failed while generating (invalid logits, stalled parallel decoding).
     #[error("generation failed: {0}")]
-    Sampler(lacuna_sampler::Error<lacuna_models::Error>),
+    Sampler(lacuna_sampler::Error<std::convert::Infallible>),
+    /// The generation was cancelled ([`CancelToken::cancel`](crate::CancelToken::cancel)).
+    #[error("the generation was cancelled")]
+    Cancelled,
     /// The model names no mask token (`tokenizer.ggml.mask_token_id`), and its architecture
     /// has no default one inside the vocabulary.
     #[error(
@@ -101,9 +104,17 @@ pub enum Error {
 
 impl From<lacuna_sampler::Error<lacuna_models::Error>> for Error {
     fn from(e: lacuna_sampler::Error<lacuna_models::Error>) -> Self {
+        match e.into_denoiser() {
+            Ok(m) => Error::Model(m),
+            Err(s) => s.into(),
+        }
+    }
+}
+
+impl From<lacuna_sampler::Error<std::convert::Infallible>> for Error {
+    fn from(e: lacuna_sampler::Error<std::convert::Infallible>) -> Self {
         match e {
             lacuna_sampler::Error::Config(c) => Error::Config(c),
-            lacuna_sampler::Error::Denoiser(m) => Error::Model(m),
             other => Error::Sampler(other),
         }
     }

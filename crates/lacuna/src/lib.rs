@@ -27,12 +27,17 @@
 mod demo;
 mod engine;
 mod error;
+mod prepare;
 mod request;
+mod run;
+mod shared;
 
 pub use demo::{DEMO_GGUF, DEMO_LAYERS, DEMO_PROMPT};
 pub use engine::{Engine, EngineOptions};
 pub use error::{Error, Result};
+pub use prepare::Prepared;
 pub use request::{GenerateRequest, Output, Prompt, Timings, median};
+pub use shared::{CancelToken, SharedEngine, SharedStats};
 
 pub use lacuna_cpu as cpu;
 pub use lacuna_gguf as gguf;

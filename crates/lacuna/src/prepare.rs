@@ -1,0 +1,197 @@
+//! Turning a [`GenerateRequest`] into checked sampler input, with no access to the model's
+//! weights: the prompt through the chat template and tokenizer, the sampler settings for the
+//! model's family, the context check. [`crate::SharedEngine`] does this on the caller's
+//! thread while another request's forward pass holds the model.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use lacuna_models::Arch;
+use lacuna_sampler::{DreamConfig, LladaConfig};
+use lacuna_tokenizer::{ChatTemplate, Tokenizer};
+
+use crate::request::{GenerateRequest, Prompt};
+use crate::{Error, Result};
+
+/// A request checked against a model: its prompt tokens and validated sampler settings.
+/// Made by [`Engine::prepare`](crate::Engine::prepare) or
+/// [`SharedEngine::prepare`](crate::SharedEngine::prepare); run by the engine that made it.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub(crate) prompt: Vec<u32>,
+    pub(crate) sampler: SamplerConfig,
+    pub(crate) seed: u64,
+    pub(crate) gen_length: usize,
+    pub(crate) steps: usize,
+    pub(crate) prepare_s: f64,
+}
+
+impl Prepared {
+    /// The prompt as token ids (after the chat template).
+    pub fn prompt_tokens(&self) -> &[u32] {
+        &self.prompt
+    }
+
+    /// Tokens to generate.
+    pub fn gen_length(&self) -> usize {
+        self.gen_length
+    }
+
+    /// Denoising steps of the schedule (an upper bound in parallel mode).
+    pub fn steps(&self) -> usize {
+        self.steps
+    }
+}
+
+/// The sampler of the model's family, with its settings.
+#[derive(Debug, Clone)]
+pub(crate) enum SamplerConfig {
+    Llada(LladaConfig),
+    Dream(DreamConfig),
+}
+
+/// What preparing a request needs of a loaded model (shared, read-only).
+#[derive(Debug)]
+pub(crate) struct Preparer {
+    pub(crate) tokenizer: Arc<Tokenizer>,
+    pub(crate) template: Option<ChatTemplate>,
+    pub(crate) arch: Arch,
+    pub(crate) mask_id: u32,
+    pub(crate) eos_ids: Vec<u32>,
+    pub(crate) context: usize,
+}
+
+impl Preparer {
+    /// The prompt as token ids: chat messages through the chat template, text through the
+    /// tokenizer (BOS/EOS as the vocabulary asks, special tokens parsed).
+    pub(crate) fn prompt_tokens(&self, prompt: &Prompt) -> Result<Vec<u32>> {
+        let vocab = self.tokenizer.n_vocab();
+        match prompt {
+            Prompt::Tokens(ids) => {
+                if let Some((position, &token)) =
+                    ids.iter().enumerate().find(|&(_, &t)| t as usize >= vocab)
+                {
+                    return Err(Error::PromptToken {
+                        token,
+                        position,
+                        vocab,
+                    });
+                }
+                Ok(ids.clone())
+            }
+            Prompt::Text(text) => Ok(self.tokenizer.encode(text, true, true)?),
+            Prompt::Chat(messages) => {
+                if messages.is_empty() {
+                    return Err(Error::EmptyChat);
+                }
+                let template = self
+                    .template
+                    .as_ref()
+                    .ok_or(lacuna_tokenizer::Error::NoChatTemplate)?;
+                let text = template.render(messages, true)?;
+                let mut ids = self.tokenizer.encode(&text, false, true)?;
+                // The template usually writes BOS itself; add it only when it did not.
+                if self.tokenizer.vocab().add_bos() {
+                    if let Some(bos) = self.tokenizer.vocab().special().bos {
+                        if ids.first() != Some(&bos) {
+                            ids.insert(0, bos);
+                        }
+                    }
+                }
+                Ok(ids)
+            }
+        }
+    }
+
+    /// Checks `request` and builds the sampler input.
+    pub(crate) fn prepare(&self, request: &GenerateRequest) -> Result<Prepared> {
+        let start = Instant::now();
+        let prompt = self.prompt_tokens(&request.prompt)?;
+        let total = prompt.len() + request.gen_length;
+        if total > self.context {
+            return Err(Error::ContextOverflow {
+                prompt: prompt.len(),
+                gen_length: request.gen_length,
+                total,
+                context: self.context,
+            });
+        }
+        let sampler = self.sampler_config(request)?;
+        Ok(Prepared {
+            prompt,
+            sampler,
+            seed: request.seed,
+            gen_length: request.gen_length,
+            steps: request.steps,
+            prepare_s: start.elapsed().as_secs_f64(),
+        })
+    }
+
+    /// The sampler settings `r` asks for, for this model's sampler; checked.
+    fn sampler_config(&self, r: &GenerateRequest) -> Result<SamplerConfig> {
+        let arch = self.arch;
+        let unsupported = |setting, belongs_to| Error::UnsupportedSetting {
+            setting,
+            arch,
+            belongs_to,
+        };
+        let config = match arch {
+            Arch::Llada | Arch::LladaMoe => {
+                for (set, name) in [
+                    (r.algorithm.is_some(), "algorithm"),
+                    (r.alg_temp.is_some(), "alg_temp"),
+                    (r.top_p.is_some(), "top_p"),
+                    (r.top_k.is_some(), "top_k"),
+                ] {
+                    if set {
+                        return Err(unsupported(name, "the Dream sampler"));
+                    }
+                }
+                SamplerConfig::Llada(LladaConfig {
+                    gen_length: r.gen_length,
+                    block_length: r.block_length.unwrap_or(r.gen_length),
+                    steps: r.steps,
+                    temperature: r.temperature,
+                    cfg_scale: r.cfg_scale.unwrap_or(0.0),
+                    remasking: r.remasking.unwrap_or_default(),
+                    mask_id: Some(self.mask_id),
+                    eos_ids: self.eos_ids.clone(),
+                    keep_after_eos: r.keep_after_eos,
+                    parallel: r.parallel,
+                    cache: r.cache,
+                })
+            }
+            Arch::Dream => {
+                for (set, name) in [
+                    (r.remasking.is_some(), "remasking"),
+                    (r.cfg_scale.is_some(), "cfg_scale"),
+                ] {
+                    if set {
+                        return Err(unsupported(name, "the LLaDA sampler"));
+                    }
+                }
+                SamplerConfig::Dream(DreamConfig {
+                    gen_length: r.gen_length,
+                    steps: r.steps,
+                    alg: r.algorithm.unwrap_or_default(),
+                    alg_temp: r.alg_temp.unwrap_or(0.0),
+                    temperature: r.temperature as f32,
+                    top_p: r.top_p,
+                    top_k: r.top_k,
+                    mask_id: Some(self.mask_id),
+                    eos_ids: self.eos_ids.clone(),
+                    keep_after_eos: r.keep_after_eos,
+                    parallel: r.parallel,
+                    block_length: r.block_length,
+                    cache: r.cache,
+                    ..DreamConfig::default()
+                })
+            }
+        };
+        match &config {
+            SamplerConfig::Llada(c) => c.validate()?,
+            SamplerConfig::Dream(c) => c.validate()?,
+        };
+        Ok(config)
+    }
+}

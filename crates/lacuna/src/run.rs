@@ -1,0 +1,56 @@
+//! Running a [`Prepared`] request through its sampler over any denoiser: the one loop both
+//! [`Engine`](crate::Engine) (the model itself) and [`SharedEngine`](crate::SharedEngine)
+//! (the model taken in turns) use.
+
+use std::time::Instant;
+
+use lacuna_sampler::{Denoiser, StepView, Xoshiro256PlusPlus, dream, llada};
+use lacuna_tokenizer::Tokenizer;
+
+use crate::Result;
+use crate::prepare::{Prepared, SamplerConfig};
+use crate::request::{Output, Timings};
+
+/// Generates `prepared` with `denoiser`, calling `on_step` after every step; `start` is when
+/// the request arrived (for the total time). Sampler errors convert through `E`.
+pub(crate) fn run<D, F>(
+    denoiser: &mut D,
+    prepared: &Prepared,
+    tokenizer: &Tokenizer,
+    mask_id: u32,
+    start: Instant,
+    mut on_step: F,
+) -> Result<Output>
+where
+    D: Denoiser,
+    crate::Error: From<lacuna_sampler::Error<D::Error>>,
+    F: FnMut(&StepView<'_>),
+{
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(prepared.seed);
+    let mut step_ms = Vec::with_capacity(prepared.steps);
+    let mut last = Instant::now();
+    let mut step = |view: &StepView<'_>| {
+        step_ms.push(last.elapsed().as_secs_f64() * 1e3);
+        on_step(view);
+        last = Instant::now();
+    };
+    let prompt = &prepared.prompt;
+    let generation = match &prepared.sampler {
+        SamplerConfig::Llada(c) => llada::generate(denoiser, prompt, c, &mut rng, &mut step),
+        SamplerConfig::Dream(c) => dream::generate(denoiser, prompt, c, &mut rng, &mut step),
+    }?;
+    let text = tokenizer.decode(&generation.tokens)?;
+    Ok(Output {
+        prompt_tokens: prompt.clone(),
+        tokens: generation.tokens,
+        text,
+        canvas: generation.canvas,
+        stats: generation.stats,
+        mask_id,
+        timings: Timings {
+            prepare_s: prepared.prepare_s,
+            step_ms,
+            total_s: start.elapsed().as_secs_f64(),
+        },
+    })
+}

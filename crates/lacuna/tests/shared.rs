@@ -1,0 +1,95 @@
+//! `SharedEngine`: generations on several threads at once, each exactly what it is alone.
+
+use std::sync::Arc;
+
+use lacuna::{
+    CachePolicy, CancelToken, Engine, EngineOptions, GenerateRequest, Prompt, SharedEngine,
+};
+
+fn demo() -> Engine {
+    Engine::demo(&EngineOptions { threads: Some(1) }).unwrap()
+}
+
+fn requests() -> Vec<GenerateRequest> {
+    let mut out = Vec::new();
+    for (i, (text, cache)) in [
+        ("And God said,", CachePolicy::None),
+        ("In the beginning", CachePolicy::Dual),
+        ("And the LORD spake", CachePolicy::Prefix),
+        ("Blessed are the", CachePolicy::Dual),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut r = GenerateRequest::new(Prompt::Text(text.into()));
+        r.gen_length = 64;
+        r.steps = 64;
+        r.block_length = Some(32);
+        r.cache = cache;
+        r.temperature = if i % 2 == 0 { 0.0 } else { 0.7 };
+        r.seed = i as u64;
+        out.push(r);
+    }
+    out
+}
+
+#[test]
+fn concurrent_generations_equal_their_runs_alone() {
+    let mut engine = demo();
+    let alone: Vec<_> = requests()
+        .iter()
+        .map(|r| engine.generate(r, |_| {}).unwrap())
+        .collect();
+    let shared = Arc::new(SharedEngine::new(demo()));
+    let handles: Vec<_> = requests()
+        .into_iter()
+        .map(|r| {
+            let shared = Arc::clone(&shared);
+            std::thread::spawn(move || {
+                let p = shared.prepare(&r).unwrap();
+                shared.generate(&p, &CancelToken::new(), |_| {}).unwrap()
+            })
+        })
+        .collect();
+    for (h, want) in handles.into_iter().zip(&alone) {
+        let got = h.join().unwrap();
+        assert_eq!(got.canvas, want.canvas);
+        assert_eq!(got.tokens, want.tokens);
+        assert_eq!(got.stats.cache_fills, want.stats.cache_fills);
+    }
+    let stats = shared.stats();
+    assert_eq!(stats.active, 0);
+    assert_eq!(
+        stats.forwards,
+        alone
+            .iter()
+            .map(|o| o.stats.denoiser_calls as u64)
+            .sum::<u64>()
+    );
+}
+
+#[test]
+fn a_cancelled_generation_stops_at_its_next_step() {
+    let shared = SharedEngine::new(demo());
+    let p = shared.prepare(&requests()[0]).unwrap();
+    let cancel = CancelToken::new();
+    let mut steps = 0;
+    let err = shared
+        .generate(&p, &cancel, |_| {
+            steps += 1;
+            if steps == 3 {
+                cancel.cancel();
+            }
+        })
+        .unwrap_err();
+    assert!(matches!(err, lacuna::Error::Cancelled), "{err}");
+    assert_eq!(steps, 3);
+    assert_eq!(shared.stats().forwards, 3);
+    // Bad requests are refused before any forward pass.
+    let mut r = requests()[0].clone();
+    r.gen_length = 1000;
+    assert!(matches!(
+        shared.prepare(&r),
+        Err(lacuna::Error::ContextOverflow { .. })
+    ));
+}

@@ -10,7 +10,7 @@ use lacuna_models::Model;
 /// Arguments of `lacuna bench`.
 #[derive(clap::Args)]
 pub(crate) struct BenchArgs {
-    /// GGUF model file.
+    /// GGUF model file, or hf:OWNER/REPO:QUANT (see `lacuna pull`).
     #[arg(short = 'm', long)]
     model: PathBuf,
     /// Time the forward pass (without it: end-to-end generation, see gen_bench).
@@ -51,7 +51,8 @@ fn ms(d: std::time::Duration, passes: u32) -> f64 {
 }
 
 /// Runs the benchmark and prints the result.
-pub(crate) fn run(a: BenchArgs) -> Result<()> {
+pub(crate) fn run(mut a: BenchArgs) -> Result<()> {
+    a.model = crate::pull::resolve_model(&a.model)?;
     if !a.forward {
         return crate::gen_bench::run(&a.model, a.threads, a.runs, a.json, a.generate);
     }

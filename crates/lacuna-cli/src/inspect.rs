@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::{BufWriter, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::Args;
@@ -14,7 +14,7 @@ use serde_json::{Value as Json, json};
 /// Arguments of `lacuna inspect`.
 #[derive(Args)]
 pub(crate) struct InspectArgs {
-    /// The GGUF file.
+    /// The GGUF file, or hf:OWNER/REPO:QUANT.
     model: PathBuf,
     /// Print JSON instead of text.
     #[arg(long)]
@@ -27,7 +27,7 @@ pub(crate) struct InspectArgs {
 /// Arguments of `lacuna tensor`.
 #[derive(Args)]
 pub(crate) struct TensorArgs {
-    /// The GGUF file.
+    /// The GGUF file, or hf:OWNER/REPO:QUANT.
     model: PathBuf,
     /// The tensor's name, as `lacuna inspect` lists it.
     name: String,
@@ -37,7 +37,8 @@ pub(crate) struct TensorArgs {
     out: PathBuf,
 }
 
-fn open(path: &PathBuf) -> Result<GgufFile> {
+fn open(path: &Path) -> Result<GgufFile> {
+    let path = &crate::pull::resolve_model(path)?;
     GgufFile::open(path).with_context(|| format!("invalid GGUF file {}", path.display()))
 }
 

@@ -8,7 +8,7 @@ use lacuna_models::Model;
 /// Arguments of `lacuna logits`.
 #[derive(clap::Args)]
 pub(crate) struct LogitsArgs {
-    /// GGUF model file.
+    /// GGUF model file, or hf:OWNER/REPO:QUANT (see `lacuna pull`).
     #[arg(short = 'm', long)]
     model: PathBuf,
     /// Comma-separated token ids, e.g. `1,2,3`.
@@ -23,7 +23,8 @@ pub(crate) struct LogitsArgs {
 }
 
 /// Runs the forward pass and writes the logits.
-pub(crate) fn run(a: LogitsArgs) -> Result<()> {
+pub(crate) fn run(mut a: LogitsArgs) -> Result<()> {
+    a.model = crate::pull::resolve_model(&a.model)?;
     crate::bench::init_threads(a.threads)?;
     let mut model =
         Model::open(&a.model).with_context(|| format!("loading {}", a.model.display()))?;

@@ -10,8 +10,11 @@ mod doctor;
 mod fixture;
 mod gen_bench;
 mod inspect;
+mod list;
 mod logits;
+mod pull;
 mod run;
+mod serve;
 mod tokenize;
 
 /// Local inference engine for diffusion language models.
@@ -30,6 +33,8 @@ enum Command {
     Run(run::RunArgs),
     /// Chat with a model, multi-turn, through its chat template.
     Chat(chat::ChatArgs),
+    /// Serve a model over an OpenAI-compatible HTTP API, with a live canvas page at /.
+    Serve(serve::ServeArgs),
     /// Report the CPU, kernel paths, threads, memory and CUDA, and what is missing.
     Doctor(doctor::DoctorArgs),
     /// Write a deterministic random-weight GGUF fixture (llada, dream, llada-moe).
@@ -44,6 +49,10 @@ enum Command {
     Tensor(inspect::TensorArgs),
     /// Print the token ids of a text, as llama.cpp tokenizes it.
     Tokenize(tokenize::TokenizeArgs),
+    /// Download a GGUF from the Hugging Face Hub into its cache: OWNER/REPO[:QUANT | /FILE.gguf].
+    Pull(pull::PullArgs),
+    /// List the GGUF files in the Hugging Face cache.
+    List(list::ListArgs),
 }
 
 fn main() {
@@ -69,6 +78,7 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::Run(args) => run::run(args),
         Command::Chat(args) => chat::run(args),
+        Command::Serve(args) => serve::run(args),
         Command::Doctor(args) => doctor::run(args),
         Command::Fixture(args) => fixture::run(args),
         Command::Logits(args) => logits::run(args),
@@ -76,5 +86,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Inspect(args) => inspect::run_inspect(args),
         Command::Tensor(args) => inspect::run_tensor(args),
         Command::Tokenize(args) => tokenize::run(args),
+        Command::Pull(args) => pull::run(args),
+        Command::List(args) => list::run(args),
     }
 }

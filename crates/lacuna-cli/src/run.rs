@@ -16,7 +16,7 @@ use crate::canvas_view::CanvasView;
 /// Which model to load: a GGUF file or the built-in demo model.
 #[derive(clap::Args, Debug, Clone)]
 pub(crate) struct ModelArgs {
-    /// GGUF model file.
+    /// GGUF model file, or hf:OWNER/REPO:QUANT (hf:OWNER/REPO/FILE.gguf) from the Hugging Face cache, downloaded when missing.
     #[arg(short = 'm', long, required_unless_present = "demo")]
     pub(crate) model: Option<PathBuf>,
     /// Use the built-in demo model: a 4-layer LLaDA (5.5 M parameters) trained on the King
@@ -37,6 +37,7 @@ impl ModelArgs {
         };
         match &self.model {
             Some(path) if !self.demo => {
+                let path = &crate::pull::resolve_model(path)?;
                 tracing::info!(path = %path.display(), "loading model");
                 Engine::load(path, &options).map_err(flat)
             }

@@ -11,7 +11,7 @@ use lacuna_tokenizer::Tokenizer;
 /// Arguments of `lacuna tokenize`.
 #[derive(clap::Args)]
 pub(crate) struct TokenizeArgs {
-    /// GGUF file (a vocabulary-only file is enough).
+    /// GGUF file (a vocabulary-only file is enough), or hf:OWNER/REPO:QUANT.
     #[arg(short = 'm', long)]
     model: PathBuf,
     /// Treat special-token text (e.g. `<|mdm_mask|>`) as plain text.
@@ -28,7 +28,8 @@ pub(crate) struct TokenizeArgs {
 }
 
 /// Tokenizes the text and prints the ids (or JSON).
-pub(crate) fn run(a: TokenizeArgs) -> Result<()> {
+pub(crate) fn run(mut a: TokenizeArgs) -> Result<()> {
+    a.model = crate::pull::resolve_model(&a.model)?;
     let file =
         GgufFile::open(&a.model).with_context(|| format!("opening {}", a.model.display()))?;
     let tok = Tokenizer::from_gguf(&file)

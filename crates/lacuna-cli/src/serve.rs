@@ -1,0 +1,117 @@
+//! `lacuna serve`: the OpenAI-compatible HTTP server (crate `lacuna-server`).
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use lacuna::SharedEngine;
+use lacuna_server::{ServerConfig, serve, shutdown_signal};
+
+use crate::run::ModelArgs;
+
+/// Arguments of `lacuna serve`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct ServeArgs {
+    #[command(flatten)]
+    model: ModelArgs,
+    /// Address to bind (loopback by default; use 0.0.0.0 to serve the network, with
+    /// --api-key).
+    #[arg(long, default_value = "127.0.0.1")]
+    host: String,
+    /// Port to bind (0 picks a free one; the address is printed).
+    #[arg(long, default_value_t = 8080)]
+    port: u16,
+    /// Require `Authorization: Bearer KEY` on every /v1/ request (default: $LACUNA_API_KEY).
+    #[arg(long, env = "LACUNA_API_KEY", hide_env_values = true)]
+    api_key: Option<String>,
+    /// Generations running at once, interleaved step by step on the model.
+    #[arg(long, default_value_t = 4)]
+    max_concurrent: usize,
+    /// Requests that may wait for a free slot; beyond that, 429.
+    #[arg(long, default_value_t = 16)]
+    queue: usize,
+    /// The model id clients send in `model` (default: the file name without .gguf, or
+    /// lacuna-demo).
+    #[arg(long)]
+    alias: Option<String>,
+    /// Largest request body in bytes (larger is 413).
+    #[arg(long, default_value_t = 4 << 20)]
+    max_body: usize,
+    /// Seconds running generations may take to finish after SIGINT/SIGTERM before they are
+    /// cancelled.
+    #[arg(long, default_value_t = 30)]
+    shutdown_grace: u64,
+}
+
+/// The id a model is served under.
+fn model_id(a: &ServeArgs) -> String {
+    if let Some(alias) = &a.alias {
+        return alias.clone();
+    }
+    match &a.model.model {
+        Some(m) if !a.model.demo => {
+            let s = m.to_string_lossy();
+            match s.strip_prefix("hf:") {
+                Some(reference) => reference.to_string(),
+                None => m
+                    .file_stem()
+                    .map_or_else(|| s.to_string(), |f| f.to_string_lossy().into_owned()),
+            }
+        }
+        _ => "lacuna-demo".to_string(),
+    }
+}
+
+/// Loads the model and serves until SIGINT/SIGTERM.
+pub(crate) fn run(a: ServeArgs) -> Result<()> {
+    if a.max_concurrent == 0 {
+        bail!("--max-concurrent must be at least 1");
+    }
+    let engine = a.model.load().context("loading the model")?;
+    let mut config = ServerConfig::new(model_id(&a));
+    config.api_key = a.api_key.clone().filter(|k| !k.is_empty());
+    config.max_concurrent = a.max_concurrent;
+    config.queue = a.queue;
+    config.max_body = a.max_body;
+    config.shutdown_grace = Duration::from_secs(a.shutdown_grace);
+    let addr = format!("{}:{}", a.host, a.port);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        // I/O only: the forwards run on the engine's own threads.
+        .worker_threads(2)
+        .thread_name("lacuna-io")
+        .enable_all()
+        .build()
+        .context("starting the I/O runtime")?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(&addr)
+            .await
+            .with_context(|| format!("cannot listen on {addr}"))?;
+        let local: SocketAddr = listener.local_addr()?;
+        let ip = local.ip();
+        if !ip.is_loopback() && config.api_key.is_none() {
+            eprintln!(
+                "warning: serving on {ip} without --api-key: anyone who can reach this port can \
+                 use the model"
+            );
+        }
+        eprintln!(
+            "lacuna serve: {} ({}, {} threads, up to {} concurrent, queue {}) on http://{local}/  \
+             (OpenAI API at http://{local}/v1; Ctrl-C stops)",
+            config.model_id,
+            engine.arch().name(),
+            engine.threads(),
+            config.max_concurrent,
+            config.queue,
+        );
+        serve(
+            listener,
+            SharedEngine::new(engine),
+            config,
+            shutdown_signal(),
+        )
+        .await
+        .context("serving")?;
+        eprintln!("lacuna serve: stopped");
+        Ok(())
+    })
+}

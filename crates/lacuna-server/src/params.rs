@@ -1,0 +1,669 @@
+//! The request bodies of `/v1/chat/completions` and `/v1/completions`, read field by field so
+//! that every error names its parameter, every field we do not support is a 400 naming it
+//! (never accepted and ignored), and diffusion settings come from the `diffusion` extension
+//! object.
+
+use lacuna::{
+    CachePolicy, ChatMessage, DreamAlg, GenerateRequest, ParallelConfig, ParallelRule, Prompt,
+    Remasking,
+};
+use serde_json::{Map, Value};
+
+use crate::error::ApiError;
+
+/// Which endpoint a body was sent to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Endpoint {
+    /// `/v1/chat/completions`: `messages` through the chat template.
+    Chat,
+    /// `/v1/completions`: a raw `prompt`.
+    Completion,
+}
+
+/// A parsed request: what to generate and how to answer.
+#[derive(Debug, Clone)]
+pub(crate) struct ApiRequest {
+    /// The `model` field.
+    pub(crate) model: String,
+    /// The generation (`gen_length` may still be the default, see `max_tokens_given`).
+    pub(crate) generate: GenerateRequest,
+    /// Whether `max_tokens` was given (otherwise the server may shorten the default to fit).
+    pub(crate) max_tokens_given: bool,
+    /// Whether `diffusion.steps` was given (otherwise it follows the generation length).
+    pub(crate) steps_given: bool,
+    /// Whether `diffusion.block_length` was given.
+    pub(crate) block_given: bool,
+    /// `stop` sequences (at most 4).
+    pub(crate) stop: Vec<String>,
+    /// `stream`.
+    pub(crate) stream: bool,
+    /// `stream_options.include_usage`.
+    pub(crate) include_usage: bool,
+    /// `stream_options.include_canvas` (extension): every step's whole canvas.
+    pub(crate) include_canvas: bool,
+}
+
+/// Tokens generated when the request gives no `max_tokens`.
+pub const DEFAULT_MAX_TOKENS: usize = 128;
+
+/// The fields we read (others are 400).
+const COMMON: &[&str] = &[
+    "model",
+    "max_tokens",
+    "max_completion_tokens",
+    "temperature",
+    "top_p",
+    "top_k",
+    "seed",
+    "stop",
+    "stream",
+    "stream_options",
+    "n",
+    "user",
+    "presence_penalty",
+    "frequency_penalty",
+    "logprobs",
+    "diffusion",
+];
+const CHAT_ONLY: &[&str] = &[
+    "messages",
+    "response_format",
+    "parallel_tool_calls",
+    "tool_choice",
+];
+const COMPLETION_ONLY: &[&str] = &["prompt", "echo", "best_of", "suffix"];
+const DIFFUSION: &[&str] = &[
+    "steps",
+    "block_length",
+    "remasking",
+    "algorithm",
+    "alg_temp",
+    "cfg_scale",
+    "cache",
+    "parallel",
+    "threshold",
+    "factor",
+    "entropy_bound",
+    "fast",
+    "keep_after_eos",
+];
+
+/// Parses a JSON body for `endpoint`.
+pub(crate) fn parse(body: &[u8], endpoint: Endpoint) -> Result<ApiRequest, ApiError> {
+    let value: Value = serde_json::from_slice(body).map_err(|e| {
+        ApiError::bad_request(format!("The request body is not valid JSON: {e}"))
+            .with_code("invalid_json")
+    })?;
+    let Value::Object(obj) = value else {
+        return Err(ApiError::bad_request(
+            "The request body must be a JSON object",
+        ));
+    };
+    let only = match endpoint {
+        Endpoint::Chat => CHAT_ONLY,
+        Endpoint::Completion => COMPLETION_ONLY,
+    };
+    if let Some(key) = obj
+        .keys()
+        .find(|k| !COMMON.contains(&k.as_str()) && !only.contains(&k.as_str()))
+    {
+        let known = match endpoint {
+            Endpoint::Chat => {
+                "(tools, function calling, audio, modalities, logit_bias and \
+                               the like are not supported by diffusion models here)"
+            }
+            Endpoint::Completion => "",
+        };
+        return Err(ApiError::invalid(
+            key.clone(),
+            format!("Unrecognized or unsupported request argument: {key} {known}")
+                .trim_end()
+                .to_string(),
+        )
+        .with_code("unsupported_parameter"));
+    }
+    let f = Fields {
+        obj: &obj,
+        prefix: "",
+    };
+    let model = f
+        .string("model")?
+        .ok_or_else(|| ApiError::invalid("model", "`model` is required"))?;
+    let prompt = match endpoint {
+        Endpoint::Chat => Prompt::Chat(messages(&obj)?),
+        Endpoint::Completion => completion_prompt(&obj)?,
+    };
+    unsupported_values(&f, endpoint)?;
+    let mut g = GenerateRequest::new(prompt);
+    let max = match f.usize("max_completion_tokens")? {
+        Some(n) => Some((n, "max_completion_tokens")),
+        None => f.usize("max_tokens")?.map(|n| (n, "max_tokens")),
+    };
+    if let Some((0, name)) = max {
+        return Err(ApiError::invalid(
+            name,
+            format!("`{name}` must be at least 1"),
+        ));
+    }
+    g.gen_length = max.map_or(DEFAULT_MAX_TOKENS, |(n, _)| n);
+    if let Some(t) = f.number("temperature")? {
+        if !(0.0..=2.0).contains(&t) {
+            return Err(ApiError::invalid(
+                "temperature",
+                format!("`temperature` must be between 0 and 2, got {t}"),
+            ));
+        }
+        g.temperature = t;
+    }
+    // top_p = 1 keeps every token: the same as not filtering, for either sampler.
+    match f.number("top_p")? {
+        Some(p) if !(p > 0.0 && p <= 1.0) => {
+            return Err(ApiError::invalid(
+                "top_p",
+                format!("`top_p` must be in (0, 1], got {p}"),
+            ));
+        }
+        Some(p) if p < 1.0 => g.top_p = Some(p),
+        _ => {}
+    }
+    match f.usize("top_k")? {
+        Some(0) => return Err(ApiError::invalid("top_k", "`top_k` must be at least 1")),
+        k => g.top_k = k,
+    }
+    g.seed = match f.get("seed") {
+        None | Some(Value::Null) => fresh_seed(),
+        Some(Value::Number(n)) => n
+            .as_u64()
+            .or_else(|| n.as_i64().map(|i| i as u64))
+            .ok_or_else(|| ApiError::invalid("seed", "`seed` must be an integer"))?,
+        Some(_) => return Err(ApiError::invalid("seed", "`seed` must be an integer")),
+    };
+    let stop = stop_sequences(&f)?;
+    let stream = f.bool("stream")?.unwrap_or(false);
+    let (include_usage, include_canvas) = stream_options(&obj, stream)?;
+    let mut steps_given = false;
+    let mut block_given = false;
+    if let Some(d) = obj.get("diffusion") {
+        let (s, b) = diffusion(d, &mut g)?;
+        steps_given = s;
+        block_given = b;
+    }
+    Ok(ApiRequest {
+        model,
+        generate: g,
+        max_tokens_given: max.is_some(),
+        steps_given,
+        block_given,
+        stop,
+        stream,
+        include_usage,
+        include_canvas,
+    })
+}
+
+/// A seed for a request that gives none (so repeated requests at temperature > 0 differ).
+fn fresh_seed() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    h.finish()
+}
+
+/// Fills the defaults that follow from the generation length (after any shortening):
+/// blocks of 32 when the length is a multiple of 32 (LLaDA's official setting), else one
+/// block; 4 tokens per step, as `lacuna run`'s defaults (128 tokens, 32 steps).
+pub(crate) fn fill_defaults(r: &mut ApiRequest, block_wise_by_default: bool) {
+    let g = &mut r.generate;
+    if !r.block_given && (block_wise_by_default || g.parallel.is_some()) {
+        g.block_length = Some(if g.gen_length % 32 == 0 {
+            32
+        } else {
+            g.gen_length
+        });
+    }
+    if !r.steps_given {
+        g.steps = (g.gen_length / 4).max(1);
+        if let Some(b) = g.block_length.filter(|&b| b > 0 && g.gen_length % b == 0) {
+            let blocks = g.gen_length / b;
+            g.steps = g.steps.div_ceil(blocks) * blocks;
+        }
+    }
+}
+
+/// Values of known fields that we cannot honour.
+fn unsupported_values(f: &Fields<'_>, endpoint: Endpoint) -> Result<(), ApiError> {
+    if let Some(n) = f.usize("n")? {
+        if n != 1 {
+            return Err(ApiError::invalid("n", "only `n` = 1 is supported")
+                .with_code("unsupported_parameter"));
+        }
+    }
+    for name in ["presence_penalty", "frequency_penalty"] {
+        if f.number(name)?.is_some_and(|v| v != 0.0) {
+            return Err(ApiError::invalid(
+                name,
+                format!("`{name}` is not supported by the diffusion samplers (only 0)"),
+            )
+            .with_code("unsupported_parameter"));
+        }
+    }
+    match f.get("logprobs") {
+        None | Some(Value::Null) | Some(Value::Bool(false)) => {}
+        Some(_) => {
+            return Err(ApiError::invalid("logprobs", "`logprobs` is not supported")
+                .with_code("unsupported_parameter"));
+        }
+    }
+    if let Some(u) = f.get("user") {
+        if !u.is_string() {
+            return Err(ApiError::invalid("user", "`user` must be a string"));
+        }
+    }
+    match endpoint {
+        Endpoint::Chat => {
+            if let Some(rf) = f.get("response_format") {
+                let ty = rf.get("type").and_then(Value::as_str);
+                if ty != Some("text") {
+                    return Err(ApiError::invalid(
+                        "response_format",
+                        "only `response_format: {\"type\": \"text\"}` is supported",
+                    )
+                    .with_code("unsupported_parameter"));
+                }
+            }
+            for name in ["parallel_tool_calls", "tool_choice"] {
+                match f.get(name) {
+                    None | Some(Value::Null) | Some(Value::Bool(false)) => {}
+                    Some(Value::String(s)) if s == "none" => {}
+                    Some(_) => {
+                        return Err(ApiError::invalid(name, "tools are not supported")
+                            .with_code("unsupported_parameter"));
+                    }
+                }
+            }
+        }
+        Endpoint::Completion => {
+            if f.bool("echo")? == Some(true) {
+                return Err(ApiError::invalid("echo", "`echo` is not supported")
+                    .with_code("unsupported_parameter"));
+            }
+            if f.usize("best_of")?.is_some_and(|b| b != 1) {
+                return Err(
+                    ApiError::invalid("best_of", "only `best_of` = 1 is supported")
+                        .with_code("unsupported_parameter"),
+                );
+            }
+            if f.get("suffix").is_some_and(|s| !s.is_null()) {
+                return Err(ApiError::invalid(
+                    "suffix",
+                    "`suffix` (infilling) is not supported yet",
+                )
+                .with_code("unsupported_parameter"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `messages`: role + content (a string, or an array of `{"type": "text", "text"}` parts).
+fn messages(obj: &Map<String, Value>) -> Result<Vec<ChatMessage>, ApiError> {
+    let Some(list) = obj.get("messages") else {
+        return Err(ApiError::invalid("messages", "`messages` is required"));
+    };
+    let Value::Array(list) = list else {
+        return Err(ApiError::invalid("messages", "`messages` must be an array"));
+    };
+    if list.is_empty() {
+        return Err(ApiError::invalid(
+            "messages",
+            "`messages` must not be empty",
+        ));
+    }
+    let mut out = Vec::with_capacity(list.len());
+    for (i, m) in list.iter().enumerate() {
+        let param = format!("messages[{i}]");
+        let Value::Object(m) = m else {
+            return Err(ApiError::invalid(param, "each message must be an object"));
+        };
+        let role = match m.get("role").and_then(Value::as_str) {
+            Some(r @ ("system" | "user" | "assistant")) => r.to_string(),
+            // OpenAI's newer name for system messages.
+            Some("developer") => "system".to_string(),
+            Some(other) => {
+                return Err(ApiError::invalid(
+                    format!("{param}.role"),
+                    format!("role `{other}` is not supported (system, developer, user, assistant)"),
+                ));
+            }
+            None => {
+                return Err(ApiError::invalid(
+                    format!("{param}.role"),
+                    "each message needs a string `role`",
+                ));
+            }
+        };
+        let content = match m.get("content") {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Array(parts)) => {
+                let mut text = String::new();
+                for (j, part) in parts.iter().enumerate() {
+                    let p = format!("{param}.content[{j}]");
+                    match (
+                        part.get("type").and_then(Value::as_str),
+                        part.get("text").and_then(Value::as_str),
+                    ) {
+                        (Some("text"), Some(t)) => text.push_str(t),
+                        (Some(ty), _) if ty != "text" => {
+                            return Err(ApiError::invalid(
+                                p,
+                                format!(
+                                    "content parts of type `{ty}` are not supported (text only)"
+                                ),
+                            )
+                            .with_code("unsupported_parameter"));
+                        }
+                        _ => {
+                            return Err(ApiError::invalid(
+                                p,
+                                "a content part needs `type: \"text\"` and a string `text`",
+                            ));
+                        }
+                    }
+                }
+                text
+            }
+            _ => {
+                return Err(ApiError::invalid(
+                    format!("{param}.content"),
+                    "each message needs `content`: a string or an array of text parts",
+                ));
+            }
+        };
+        if let Some(key) = m
+            .keys()
+            .find(|k| !["role", "content", "name"].contains(&k.as_str()))
+        {
+            return Err(ApiError::invalid(
+                format!("{param}.{key}"),
+                format!("message field `{key}` is not supported"),
+            )
+            .with_code("unsupported_parameter"));
+        }
+        out.push(ChatMessage::new(role, content));
+    }
+    Ok(out)
+}
+
+/// `prompt`: a string, an array of one string, or an array of token ids.
+fn completion_prompt(obj: &Map<String, Value>) -> Result<Prompt, ApiError> {
+    let bad = || {
+        ApiError::invalid(
+            "prompt",
+            "`prompt` must be a string, an array of one string, or an array of token ids",
+        )
+    };
+    match obj.get("prompt") {
+        None => Err(ApiError::invalid("prompt", "`prompt` is required")),
+        Some(Value::String(s)) => Ok(Prompt::Text(s.clone())),
+        Some(Value::Array(a)) => match a.as_slice() {
+            [Value::String(s)] => Ok(Prompt::Text(s.clone())),
+            [] => Err(bad()),
+            ids if ids.iter().all(Value::is_u64) => Ok(Prompt::Tokens(
+                ids.iter()
+                    .map(|v| {
+                        v.as_u64()
+                            .and_then(|n| u32::try_from(n).ok())
+                            .ok_or_else(bad)
+                    })
+                    .collect::<Result<_, _>>()?,
+            )),
+            [_, _, ..] if a.iter().all(Value::is_string) => Err(ApiError::invalid(
+                "prompt",
+                "only one prompt per request is supported",
+            )
+            .with_code("unsupported_parameter")),
+            _ => Err(bad()),
+        },
+        Some(_) => Err(bad()),
+    }
+}
+
+fn stop_sequences(f: &Fields<'_>) -> Result<Vec<String>, ApiError> {
+    let stops = match f.get("stop") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::String(s)) => vec![s.clone()],
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|v| {
+                v.as_str().map(str::to_string).ok_or_else(|| {
+                    ApiError::invalid("stop", "`stop` must be a string or an array of strings")
+                })
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => {
+            return Err(ApiError::invalid(
+                "stop",
+                "`stop` must be a string or an array of strings",
+            ));
+        }
+    };
+    if stops.len() > 4 {
+        return Err(ApiError::invalid("stop", "at most 4 stop sequences"));
+    }
+    if stops.iter().any(String::is_empty) {
+        return Err(ApiError::invalid(
+            "stop",
+            "stop sequences must not be empty",
+        ));
+    }
+    Ok(stops)
+}
+
+fn stream_options(obj: &Map<String, Value>, stream: bool) -> Result<(bool, bool), ApiError> {
+    match obj.get("stream_options") {
+        None | Some(Value::Null) => Ok((false, false)),
+        Some(Value::Object(o)) => {
+            if !stream {
+                return Err(ApiError::invalid(
+                    "stream_options",
+                    "`stream_options` is only allowed with `stream: true`",
+                ));
+            }
+            if let Some(key) = o
+                .keys()
+                .find(|k| !["include_usage", "include_canvas"].contains(&k.as_str()))
+            {
+                return Err(ApiError::invalid(
+                    format!("stream_options.{key}"),
+                    format!("unsupported stream option `{key}`"),
+                ));
+            }
+            let f = Fields {
+                obj: o,
+                prefix: "stream_options.",
+            };
+            Ok((
+                f.bool("include_usage")?.unwrap_or(false),
+                f.bool("include_canvas")?.unwrap_or(false),
+            ))
+        }
+        Some(_) => Err(ApiError::invalid(
+            "stream_options",
+            "`stream_options` must be an object",
+        )),
+    }
+}
+
+/// The `diffusion` extension object; returns whether steps and block length were given.
+fn diffusion(d: &Value, g: &mut GenerateRequest) -> Result<(bool, bool), ApiError> {
+    let Value::Object(o) = d else {
+        return Err(ApiError::invalid(
+            "diffusion",
+            "`diffusion` must be an object",
+        ));
+    };
+    if let Some(key) = o.keys().find(|k| !DIFFUSION.contains(&k.as_str())) {
+        return Err(ApiError::invalid(
+            format!("diffusion.{key}"),
+            format!(
+                "unknown diffusion setting `{key}` (known: {})",
+                DIFFUSION.join(", ")
+            ),
+        ));
+    }
+    let f = Fields {
+        obj: o,
+        prefix: "diffusion.",
+    };
+    let steps = f.usize("steps")?;
+    if steps == Some(0) {
+        return Err(f.err("steps", "must be at least 1"));
+    }
+    if let Some(s) = steps {
+        g.steps = s;
+    }
+    let block = f.usize("block_length")?;
+    if block == Some(0) {
+        return Err(f.err("block_length", "must be at least 1"));
+    }
+    g.block_length = block.or(g.block_length);
+    g.remasking = match f.string("remasking")?.as_deref() {
+        None => None,
+        Some("low_confidence") => Some(Remasking::LowConfidence),
+        Some("random") => Some(Remasking::Random),
+        Some(other) => {
+            return Err(f.err(
+                "remasking",
+                &format!("`{other}` is not one of low_confidence, random"),
+            ));
+        }
+    };
+    g.algorithm = match f.string("algorithm")?.as_deref() {
+        None => None,
+        Some("origin") => Some(DreamAlg::Origin),
+        Some("maskgit_plus") => Some(DreamAlg::MaskgitPlus),
+        Some("topk_margin") => Some(DreamAlg::TopkMargin),
+        Some("entropy") => Some(DreamAlg::Entropy),
+        Some(other) => {
+            return Err(f.err(
+                "algorithm",
+                &format!("`{other}` is not one of origin, maskgit_plus, topk_margin, entropy"),
+            ));
+        }
+    };
+    g.alg_temp = f.number("alg_temp")?.map(|v| v as f32);
+    g.cfg_scale = f.number("cfg_scale")?.map(|v| v as f32);
+    g.keep_after_eos = f.bool("keep_after_eos")?.unwrap_or(false);
+    let fast = f.bool("fast")?.unwrap_or(false);
+    let parallel = f.bool("parallel")?.unwrap_or(false) || fast;
+    let (threshold, factor, bound) = (
+        f.number("threshold")?,
+        f.number("factor")?,
+        f.number("entropy_bound")?,
+    );
+    let rules = [threshold, factor, bound].iter().flatten().count();
+    if rules > 1 {
+        return Err(ApiError::invalid(
+            "diffusion",
+            "give at most one of diffusion.threshold, diffusion.factor, diffusion.entropy_bound",
+        ));
+    }
+    if rules == 1 && !parallel {
+        let name = if threshold.is_some() {
+            "threshold"
+        } else if factor.is_some() {
+            "factor"
+        } else {
+            "entropy_bound"
+        };
+        return Err(f.err(name, "needs `diffusion.parallel: true` (or `fast: true`)"));
+    }
+    g.parallel = parallel.then(|| ParallelConfig {
+        rule: match (threshold, factor, bound) {
+            (_, _, Some(b)) => ParallelRule::EntropyBound(b),
+            (_, Some(x), None) => ParallelRule::Factor(x),
+            (Some(t), None, None) => ParallelRule::Threshold(t),
+            (None, None, None) => ParallelConfig::default().rule,
+        },
+    });
+    g.cache = match f.string("cache")? {
+        Some(name) => CachePolicy::from_name(&name).ok_or_else(|| {
+            f.err(
+                "cache",
+                &format!("`{name}` is not one of none, prefix, dual"),
+            )
+        })?,
+        None if fast => CachePolicy::Dual,
+        None => CachePolicy::None,
+    };
+    if fast && g.cfg_scale.is_some_and(|c| c != 0.0) {
+        return Err(f.err(
+            "cfg_scale",
+            "cannot be combined with `fast` (dual cache); use `cache: \"none\"`",
+        ));
+    }
+    Ok((steps.is_some(), block.is_some()))
+}
+
+/// Typed reads of an object's fields, errors naming `prefix` + key.
+struct Fields<'a> {
+    obj: &'a Map<String, Value>,
+    prefix: &'static str,
+}
+
+impl Fields<'_> {
+    fn get(&self, key: &str) -> Option<&Value> {
+        self.obj.get(key)
+    }
+
+    fn err(&self, key: &str, what: &str) -> ApiError {
+        let param = format!("{}{key}", self.prefix);
+        ApiError::invalid(param.clone(), format!("`{param}` {what}"))
+    }
+
+    fn usize(&self, key: &str) -> Result<Option<usize>, ApiError> {
+        match self.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Number(n)) => n
+                .as_u64()
+                .and_then(|v| usize::try_from(v).ok())
+                .map(Some)
+                .ok_or_else(|| self.err(key, "must be a non-negative integer")),
+            Some(_) => Err(self.err(key, "must be a non-negative integer")),
+        }
+    }
+
+    fn number(&self, key: &str) -> Result<Option<f64>, ApiError> {
+        match self.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Number(n)) => match n.as_f64() {
+                Some(v) if v.is_finite() => Ok(Some(v)),
+                _ => Err(self.err(key, "must be a finite number")),
+            },
+            Some(_) => Err(self.err(key, "must be a number")),
+        }
+    }
+
+    fn bool(&self, key: &str) -> Result<Option<bool>, ApiError> {
+        match self.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(*b)),
+            Some(_) => Err(self.err(key, "must be a boolean")),
+        }
+    }
+
+    fn string(&self, key: &str) -> Result<Option<String>, ApiError> {
+        match self.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(self.err(key, "must be a string")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

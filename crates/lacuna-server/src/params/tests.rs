@@ -1,0 +1,130 @@
+use super::*;
+
+fn chat(body: serde_json::Value) -> Result<ApiRequest, ApiError> {
+    parse(body.to_string().as_bytes(), Endpoint::Chat)
+}
+
+fn base() -> serde_json::Value {
+    serde_json::json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]})
+}
+
+#[test]
+fn defaults_follow_the_length() {
+    let mut r = chat(base()).unwrap();
+    assert_eq!(r.generate.gen_length, DEFAULT_MAX_TOKENS);
+    assert_eq!(r.generate.temperature, 0.0);
+    fill_defaults(&mut r, true);
+    assert_eq!(r.generate.block_length, Some(32));
+    assert_eq!(r.generate.steps, 32); // as `lacuna run`: 128 tokens, 32 steps
+    let mut b = base();
+    b["max_tokens"] = 50.into();
+    let mut r = chat(b).unwrap();
+    fill_defaults(&mut r, true);
+    assert_eq!(r.generate.block_length, Some(50)); // not a multiple of 32: one block
+    assert_eq!(r.generate.steps, 12);
+    // Dream's official sampler has no blocks.
+    let mut r = chat(base()).unwrap();
+    fill_defaults(&mut r, false);
+    assert_eq!(r.generate.block_length, None);
+}
+
+#[test]
+fn steps_are_a_multiple_of_the_blocks() {
+    for len in [32, 64, 96, 160, 256] {
+        let mut b = base();
+        b["max_tokens"] = len.into();
+        let mut r = chat(b).unwrap();
+        fill_defaults(&mut r, true);
+        let blocks = len / 32;
+        assert_eq!(r.generate.steps % blocks, 0, "len {len}");
+        assert!(r.generate.steps <= len);
+    }
+}
+
+#[test]
+fn diffusion_settings() {
+    let mut b = base();
+    b["diffusion"] = serde_json::json!({"fast": true, "steps": 64, "block_length": 16});
+    let r = chat(b).unwrap();
+    assert_eq!(r.generate.cache, CachePolicy::Dual);
+    assert_eq!(r.generate.parallel, Some(ParallelConfig::default()));
+    assert_eq!(r.generate.steps, 64);
+    assert_eq!(r.generate.block_length, Some(16));
+    assert!(r.steps_given && r.block_given);
+    let mut b = base();
+    b["diffusion"] = serde_json::json!({"parallel": true, "entropy_bound": 0.5});
+    let r = chat(b).unwrap();
+    assert_eq!(
+        r.generate.parallel.unwrap().rule,
+        ParallelRule::EntropyBound(0.5)
+    );
+    let mut b = base();
+    b["diffusion"] = serde_json::json!({"parallel": true, "threshold": 0.8, "factor": 1.0});
+    assert_eq!(chat(b).unwrap_err().param.as_deref(), Some("diffusion"));
+}
+
+#[test]
+fn max_completion_tokens_wins_and_top_p_one_is_no_filter() {
+    let mut b = base();
+    b["max_tokens"] = 10.into();
+    b["max_completion_tokens"] = 20.into();
+    b["top_p"] = 1.0.into();
+    let r = chat(b).unwrap();
+    assert_eq!(r.generate.gen_length, 20);
+    assert_eq!(r.generate.top_p, None);
+}
+
+#[test]
+fn seeds_given_and_not() {
+    let mut b = base();
+    b["seed"] = 42.into();
+    assert_eq!(chat(b).unwrap().generate.seed, 42);
+    // Without a seed, two requests draw differently.
+    let a = chat(base()).unwrap().generate.seed;
+    let c = chat(base()).unwrap().generate.seed;
+    assert_ne!(a, c);
+}
+
+#[test]
+fn developer_is_system_and_parts_concatenate() {
+    let b = serde_json::json!({"model": "m", "messages": [
+        {"role": "developer", "content": "be brief"},
+        {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}
+    ]});
+    let r = chat(b).unwrap();
+    let Prompt::Chat(m) = r.generate.prompt else {
+        panic!("a chat prompt")
+    };
+    assert_eq!(m[0].role, "system");
+    assert_eq!(m[1].content, "ab");
+}
+
+#[test]
+fn completion_prompts() {
+    let parse_c = |p: serde_json::Value| {
+        parse(
+            serde_json::json!({"model": "m", "prompt": p})
+                .to_string()
+                .as_bytes(),
+            Endpoint::Completion,
+        )
+    };
+    assert_eq!(
+        parse_c("x".into()).unwrap().generate.prompt,
+        Prompt::Text("x".into())
+    );
+    assert_eq!(
+        parse_c(serde_json::json!([1, 2])).unwrap().generate.prompt,
+        Prompt::Tokens(vec![1, 2])
+    );
+    assert!(parse_c(serde_json::json!([1.5])).is_err());
+    assert!(parse_c(serde_json::json!([5_000_000_000u64])).is_err());
+    // `messages` is not a completions field.
+    let r = parse(
+        serde_json::json!({"model": "m", "prompt": "x", "messages": []})
+            .to_string()
+            .as_bytes(),
+        Endpoint::Completion,
+    );
+    assert_eq!(r.unwrap_err().param.as_deref(), Some("messages"));
+}

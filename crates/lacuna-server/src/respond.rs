@@ -1,0 +1,151 @@
+//! The JSON shapes of OpenAI's responses and stream chunks, for both endpoints.
+
+use serde_json::{Value, json};
+
+use crate::params::Endpoint;
+use crate::scheduler::Finished;
+
+/// What every response of one request shares.
+#[derive(Debug, Clone)]
+pub(crate) struct Envelope {
+    /// `chatcmpl-…` or `cmpl-…`.
+    pub(crate) id: String,
+    /// Unix seconds.
+    pub(crate) created: u64,
+    /// The served model id.
+    pub(crate) model: String,
+    /// Which endpoint.
+    pub(crate) endpoint: Endpoint,
+}
+
+impl Envelope {
+    /// A new envelope for `endpoint`, with `request_id` as the id's tail.
+    pub(crate) fn new(endpoint: Endpoint, model: &str, request_id: &str) -> Self {
+        let prefix = match endpoint {
+            Endpoint::Chat => "chatcmpl",
+            Endpoint::Completion => "cmpl",
+        };
+        Self {
+            id: format!("{prefix}-{request_id}"),
+            created: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            model: model.to_string(),
+            endpoint,
+        }
+    }
+
+    fn object(&self, chunk: bool) -> &'static str {
+        match (self.endpoint, chunk) {
+            (Endpoint::Chat, false) => "chat.completion",
+            (Endpoint::Chat, true) => "chat.completion.chunk",
+            (Endpoint::Completion, _) => "text_completion",
+        }
+    }
+
+    /// The whole (non-streamed) response.
+    pub(crate) fn response(&self, f: &Finished) -> Value {
+        let choice = match self.endpoint {
+            Endpoint::Chat => json!({
+                "index": 0,
+                "message": {"role": "assistant", "content": f.text, "refusal": null},
+                "logprobs": null,
+                "finish_reason": f.finish_reason,
+            }),
+            Endpoint::Completion => json!({
+                "index": 0,
+                "text": f.text,
+                "logprobs": null,
+                "finish_reason": f.finish_reason,
+            }),
+        };
+        json!({
+            "id": self.id,
+            "object": self.object(false),
+            "created": self.created,
+            "model": self.model,
+            "system_fingerprint": null,
+            "choices": [choice],
+            "usage": usage(f),
+            "diffusion": diffusion_report(f),
+        })
+    }
+
+    /// A stream chunk with `delta` text (chat: the first carries the role), an optional
+    /// finish reason and an optional canvas.
+    pub(crate) fn chunk(
+        &self,
+        delta: Option<&str>,
+        first: bool,
+        finish_reason: Option<&str>,
+        canvas: Option<Value>,
+    ) -> Value {
+        let mut choice = match self.endpoint {
+            Endpoint::Chat => {
+                let mut d = serde_json::Map::new();
+                if first {
+                    d.insert("role".into(), json!("assistant"));
+                }
+                if let Some(text) = delta {
+                    d.insert("content".into(), json!(text));
+                }
+                json!({"index": 0, "delta": d, "logprobs": null, "finish_reason": finish_reason})
+            }
+            Endpoint::Completion => json!({
+                "index": 0,
+                "text": delta.unwrap_or(""),
+                "logprobs": null,
+                "finish_reason": finish_reason,
+            }),
+        };
+        if let Some(c) = canvas {
+            choice["canvas"] = c;
+        }
+        json!({
+            "id": self.id,
+            "object": self.object(true),
+            "created": self.created,
+            "model": self.model,
+            "system_fingerprint": null,
+            "choices": [choice],
+        })
+    }
+
+    /// The last chunk of `stream_options.include_usage`: no choices, the usage.
+    pub(crate) fn usage_chunk(&self, f: &Finished) -> Value {
+        json!({
+            "id": self.id,
+            "object": self.object(true),
+            "created": self.created,
+            "model": self.model,
+            "system_fingerprint": null,
+            "choices": [],
+            "usage": usage(f),
+            "diffusion": diffusion_report(f),
+        })
+    }
+}
+
+fn usage(f: &Finished) -> Value {
+    json!({
+        "prompt_tokens": f.prompt_tokens,
+        "completion_tokens": f.completion_tokens,
+        "total_tokens": f.prompt_tokens + f.completion_tokens,
+    })
+}
+
+/// Lacuna's extension: what the sampler did.
+fn diffusion_report(f: &Finished) -> Value {
+    match &f.output {
+        Some(out) => json!({
+            "steps": out.stats.steps,
+            "forwards": out.stats.denoiser_calls,
+            "cache_fills": out.stats.cache_fills,
+            "tokens_per_forward": out.tokens_per_forward(),
+            "positions_per_forward": out.positions_per_forward(),
+            "step_ms_median": out.timings.step_ms_median(),
+            "total_s": out.timings.total_s,
+        }),
+        None => Value::Null,
+    }
+}

@@ -1,0 +1,363 @@
+//! The generation workers: a fixed number of threads (`--max-concurrent`) that run
+//! generations on the [`SharedEngine`], fed by a bounded queue (`--queue`). Handlers never
+//! run a forward pass: they submit a [`Job`] and read its [`Event`]s from a channel.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use lacuna::{CancelToken, Finish, Output, Prepared, SharedEngine, StepView};
+use tokio::sync::mpsc;
+
+use crate::error::ApiError;
+use crate::text::SettledText;
+
+/// One generation to run.
+pub(crate) struct Job {
+    /// The checked request.
+    pub(crate) prepared: Prepared,
+    /// Stop sequences.
+    pub(crate) stop: Vec<String>,
+    /// Whether to send every step's canvas.
+    pub(crate) include_canvas: bool,
+    /// Set by the handler when its client goes away, by the worker on a stop sequence, and
+    /// by shutdown.
+    pub(crate) cancel: CancelToken,
+    /// Where the worker reports.
+    pub(crate) events: mpsc::Sender<Event>,
+}
+
+/// What a worker reports about a job, in order: steps, then one `Done` or `Failed`.
+#[derive(Debug)]
+pub(crate) enum Event {
+    /// A denoising step ran.
+    Step {
+        /// Newly settled text (may be empty).
+        delta: String,
+        /// The whole canvas, when asked for.
+        canvas: Option<serde_json::Value>,
+    },
+    /// Generation ended.
+    Done(Box<Finished>),
+    /// Generation failed or was cancelled.
+    Failed(ApiError),
+}
+
+/// The end of a generation.
+#[derive(Debug)]
+pub(crate) struct Finished {
+    /// The rest of the text not yet sent in a `Step`.
+    pub(crate) delta: String,
+    /// The whole text.
+    pub(crate) text: String,
+    /// OpenAI's finish reason: `stop` (end token or stop sequence) or `length`.
+    pub(crate) finish_reason: &'static str,
+    /// Prompt tokens.
+    pub(crate) prompt_tokens: usize,
+    /// Generated tokens (before the end token or stop sequence).
+    pub(crate) completion_tokens: usize,
+    /// Sampler counters and timings (`None` when a stop sequence ended it early).
+    pub(crate) output: Option<Output>,
+}
+
+/// Counters for `/metrics`.
+#[derive(Debug, Default)]
+pub(crate) struct Metrics {
+    /// Jobs waiting for a worker.
+    pub(crate) queued: AtomicUsize,
+    /// Jobs a worker is running.
+    pub(crate) active: AtomicUsize,
+    /// Requests answered, by outcome.
+    pub(crate) completed: AtomicU64,
+    /// Requests cancelled (client gone, shutdown).
+    pub(crate) cancelled: AtomicU64,
+    /// Requests that failed inside the engine.
+    pub(crate) failed: AtomicU64,
+    /// Requests refused: queue full.
+    pub(crate) rejected: AtomicU64,
+    /// Denoising steps run.
+    pub(crate) steps: AtomicU64,
+    /// Generated positions committed.
+    pub(crate) tokens: AtomicU64,
+    /// Recent (time, steps, tokens) for the rates.
+    recent: Mutex<VecDeque<(Instant, u64, u64)>>,
+}
+
+/// The window of the per-second rates.
+pub(crate) const RATE_WINDOW: Duration = Duration::from_secs(10);
+
+impl Metrics {
+    fn record_step(&self, committed: u64) {
+        self.steps.fetch_add(1, Ordering::Relaxed);
+        self.tokens.fetch_add(committed, Ordering::Relaxed);
+        let mut r = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        r.push_back((now, 1, committed));
+        while r.front().is_some_and(|&(t, _, _)| now - t > RATE_WINDOW) {
+            r.pop_front();
+        }
+    }
+
+    /// Steps and generated tokens per second over the last [`RATE_WINDOW`].
+    pub(crate) fn rates(&self) -> (f64, f64) {
+        let r = self.recent.lock().unwrap_or_else(|e| e.into_inner());
+        let now = Instant::now();
+        let (mut steps, mut tokens) = (0, 0);
+        for &(t, s, k) in r.iter() {
+            if now - t <= RATE_WINDOW {
+                steps += s;
+                tokens += k;
+            }
+        }
+        let w = RATE_WINDOW.as_secs_f64();
+        (steps as f64 / w, tokens as f64 / w)
+    }
+}
+
+/// The queue and its workers.
+pub(crate) struct Scheduler {
+    /// Unbounded: admission is decided in [`Scheduler::submit`] from the counters.
+    tx: Mutex<Option<Sender<Job>>>,
+    capacity: usize,
+    engine: Arc<SharedEngine>,
+    /// Counters.
+    pub(crate) metrics: Arc<Metrics>,
+    shutting_down: AtomicBool,
+    /// Cancel tokens of the jobs submitted and not finished (for shutdown).
+    live: Arc<Mutex<Vec<CancelToken>>>,
+    max_concurrent: usize,
+}
+
+impl Scheduler {
+    /// Starts `max_concurrent` worker threads over `engine`, with room for `queue` waiting
+    /// jobs.
+    pub(crate) fn start(
+        engine: Arc<SharedEngine>,
+        max_concurrent: usize,
+        queue: usize,
+    ) -> Arc<Self> {
+        let (tx, rx) = std::sync::mpsc::channel::<Job>();
+        let rx = Arc::new(Mutex::new(rx));
+        let metrics = Arc::new(Metrics::default());
+        let live = Arc::new(Mutex::new(Vec::new()));
+        for i in 0..max_concurrent.max(1) {
+            let (rx, engine, metrics, live) = (
+                Arc::clone(&rx),
+                Arc::clone(&engine),
+                Arc::clone(&metrics),
+                Arc::clone(&live),
+            );
+            std::thread::Builder::new()
+                .name(format!("lacuna-gen-{i}"))
+                .spawn(move || worker(&rx, &engine, &metrics, &live))
+                .expect("spawning a generation worker thread");
+        }
+        Arc::new(Self {
+            tx: Mutex::new(Some(tx)),
+            engine,
+            metrics,
+            shutting_down: AtomicBool::new(false),
+            live,
+            max_concurrent,
+            capacity: max_concurrent.max(1) + queue,
+        })
+    }
+
+    /// The engine.
+    pub(crate) fn engine(&self) -> &Arc<SharedEngine> {
+        &self.engine
+    }
+
+    /// Worker threads.
+    pub(crate) fn max_concurrent(&self) -> usize {
+        self.max_concurrent
+    }
+
+    /// Whether shutdown has begun.
+    pub(crate) fn shutting_down(&self) -> bool {
+        self.shutting_down.load(Ordering::Acquire)
+    }
+
+    /// Queues `job`: 429 when the queue is full, 503 when shutting down.
+    pub(crate) fn submit(&self, job: Job) -> Result<(), ApiError> {
+        if self.shutting_down() {
+            return Err(ApiError::shutting_down());
+        }
+        let tx = self.tx.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(tx) = tx.as_ref() else {
+            return Err(ApiError::shutting_down());
+        };
+        // Under the sender's lock: check and count as one step.
+        let m = &self.metrics;
+        let (active, queued) = (
+            m.active.load(Ordering::Acquire),
+            m.queued.load(Ordering::Acquire),
+        );
+        if active + queued >= self.capacity {
+            m.rejected.fetch_add(1, Ordering::Relaxed);
+            return Err(ApiError::queue_full(active, queued));
+        }
+        let cancel = job.cancel.clone();
+        m.queued.fetch_add(1, Ordering::AcqRel);
+        if tx.send(job).is_err() {
+            m.queued.fetch_sub(1, Ordering::AcqRel);
+            return Err(ApiError::shutting_down());
+        }
+        let mut live = self.live.lock().unwrap_or_else(|e| e.into_inner());
+        live.retain(|c| !c.is_cancelled());
+        live.push(cancel);
+        Ok(())
+    }
+
+    /// Refuses new jobs from now on (503); jobs already queued or running go on until they
+    /// finish or [`Scheduler::cancel_all`].
+    pub(crate) fn begin_shutdown(&self) {
+        self.shutting_down.store(true, Ordering::Release);
+        self.tx.lock().unwrap_or_else(|e| e.into_inner()).take();
+    }
+
+    /// Cancels every job still running or queued.
+    pub(crate) fn cancel_all(&self) {
+        for c in self
+            .live
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain(..)
+        {
+            c.cancel();
+        }
+    }
+
+    /// Jobs queued or running.
+    pub(crate) fn in_flight(&self) -> usize {
+        self.metrics.queued.load(Ordering::Acquire) + self.metrics.active.load(Ordering::Acquire)
+    }
+}
+
+fn worker(
+    rx: &Mutex<Receiver<Job>>,
+    engine: &SharedEngine,
+    metrics: &Metrics,
+    live: &Mutex<Vec<CancelToken>>,
+) {
+    loop {
+        // One worker waits on the queue at a time; the others wait for the lock.
+        let job = match rx.lock().unwrap_or_else(|e| e.into_inner()).recv() {
+            Ok(job) => job,
+            Err(_) => return, // the queue is closed: shutdown
+        };
+        metrics.active.fetch_add(1, Ordering::AcqRel);
+        metrics.queued.fetch_sub(1, Ordering::AcqRel);
+        let cancel = job.cancel.clone();
+        let event = run_job(engine, metrics, job.clone_parts(), &job.events);
+        match &event {
+            Event::Done(_) => metrics.completed.fetch_add(1, Ordering::Relaxed),
+            Event::Failed(e) if e.code == Some("cancelled") => {
+                metrics.cancelled.fetch_add(1, Ordering::Relaxed)
+            }
+            _ => metrics.failed.fetch_add(1, Ordering::Relaxed),
+        };
+        // The handler may be gone (client disconnected): nothing to tell then.
+        let _ = job.events.blocking_send(event);
+        metrics.active.fetch_sub(1, Ordering::AcqRel);
+        cancel.cancel(); // marks it finished for `live`
+        live.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|c| !c.is_cancelled());
+    }
+}
+
+/// The parts of a job the generation reads.
+struct JobParts<'a> {
+    prepared: &'a Prepared,
+    stop: Vec<String>,
+    include_canvas: bool,
+    cancel: &'a CancelToken,
+}
+
+impl Job {
+    fn clone_parts(&self) -> JobParts<'_> {
+        JobParts {
+            prepared: &self.prepared,
+            stop: self.stop.clone(),
+            include_canvas: self.include_canvas,
+            cancel: &self.cancel,
+        }
+    }
+}
+
+fn run_job(
+    engine: &SharedEngine,
+    metrics: &Metrics,
+    job: JobParts<'_>,
+    events: &mpsc::Sender<Event>,
+) -> Event {
+    if job.cancel.is_cancelled() {
+        return Event::Failed(cancelled());
+    }
+    let tokenizer = Arc::clone(engine.tokenizer());
+    let mask = engine.mask_token_id();
+    let mut text = SettledText::new(&tokenizer, mask, engine.eos_ids(), job.stop);
+    let result = engine.generate(job.prepared, job.cancel, |view: &StepView<'_>| {
+        metrics.record_step(view.committed.len() as u64);
+        let generated = &view.canvas[view.prompt_len..];
+        let delta = text.update(&tokenizer, generated);
+        if text.stopped() {
+            job.cancel.cancel();
+        }
+        let canvas = job
+            .include_canvas
+            .then(|| crate::canvas::canvas_json(&tokenizer, mask, view));
+        if (delta.is_empty() && canvas.is_none()) || job.cancel.is_cancelled() && !text.stopped() {
+            return;
+        }
+        if events.blocking_send(Event::Step { delta, canvas }).is_err() {
+            // The client is gone: stop at the next step.
+            job.cancel.cancel();
+        }
+    });
+    let prompt_tokens = job.prepared.prompt_tokens().len();
+    match result {
+        Ok(out) => {
+            let (delta, whole) = text.finish(&out.text);
+            let eos = matches!(out.stats.finish, Finish::Eos { .. })
+                || out.tokens.len() < job.prepared.gen_length();
+            let completion_tokens = if text.stopped() {
+                text.settled_tokens().min(out.tokens.len())
+            } else {
+                out.tokens.len()
+            };
+            Event::Done(Box::new(Finished {
+                delta,
+                text: whole,
+                finish_reason: if eos || text.stopped() {
+                    "stop"
+                } else {
+                    "length"
+                },
+                prompt_tokens,
+                completion_tokens,
+                output: Some(out),
+            }))
+        }
+        Err(lacuna::Error::Cancelled) if text.stopped() => Event::Done(Box::new(Finished {
+            delta: String::new(),
+            text: text.finish_stopped(),
+            finish_reason: "stop",
+            prompt_tokens,
+            completion_tokens: text.settled_tokens(),
+            output: None,
+        })),
+        Err(lacuna::Error::Cancelled) => Event::Failed(cancelled()),
+        Err(e) => {
+            tracing::error!(error = %e, "generation failed");
+            Event::Failed(ApiError::internal(format!("generation failed: {e}")))
+        }
+    }
+}
+
+fn cancelled() -> ApiError {
+    ApiError::shutting_down().with_code("cancelled")
+}

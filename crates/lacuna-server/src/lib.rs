@@ -21,7 +21,6 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 use lacuna::SharedEngine;
@@ -36,6 +35,7 @@ mod routes;
 mod scheduler;
 mod text;
 
+pub use axum::Router;
 pub use error::ApiError;
 pub use params::DEFAULT_MAX_TOKENS;
 
@@ -157,6 +157,15 @@ pub async fn serve(
             drainer.drain().await;
         })
         .await
+}
+
+/// Serves `router` ([`Server::router`]) on `listener` with no shutdown handling (for
+/// embedding the server in a program that stops it by ending).
+pub async fn serve_router(
+    listener: tokio::net::TcpListener,
+    router: Router,
+) -> std::io::Result<()> {
+    axum::serve(listener, router).await
 }
 
 /// Resolves on SIGINT (Ctrl-C) or SIGTERM.

@@ -196,6 +196,14 @@ impl Engine {
         self.prep.prompt_tokens(prompt)
     }
 
+    /// Logits of every canvas position of one non-causal forward pass over `tokens`
+    /// (`tokens.len() x vocab` values into `out`), on the engine's thread pool: what one
+    /// uncached denoising step computes.
+    pub fn logits(&mut self, tokens: &[u32], out: &mut [f32]) -> Result<()> {
+        let Engine { model, pool, .. } = self;
+        Ok(pool.install(|| model.forward_all(tokens, out))?)
+    }
+
     /// Checks `request` against this model (prompt, context, sampler settings) without
     /// generating; [`Engine::generate_prepared`] runs the result.
     pub fn prepare(&self, request: &GenerateRequest) -> Result<Prepared> {

@@ -1,7 +1,10 @@
 //! `SharedEngine`: generations on several threads at once, each exactly what it is alone.
 
+mod common;
+
 use std::sync::Arc;
 
+use lacuna::models::Arch;
 use lacuna::{
     CachePolicy, CancelToken, Engine, EngineOptions, GenerateRequest, Prompt, SharedEngine,
 };
@@ -92,4 +95,53 @@ fn a_cancelled_generation_stops_at_its_next_step() {
         shared.prepare(&r),
         Err(lacuna::Error::ContextOverflow { .. })
     ));
+}
+
+/// Every architecture (Dream's block-wise parallel mode with its caches, LLaDA-MoE's expert
+/// FFN on window rows): interleaved generations equal their runs alone.
+#[test]
+fn every_architecture_interleaves_exactly() {
+    for arch in [Arch::Llada, Arch::Dream, Arch::LladaMoe] {
+        let reqs: Vec<GenerateRequest> =
+            [CachePolicy::None, CachePolicy::Dual, CachePolicy::Prefix]
+                .into_iter()
+                .enumerate()
+                .map(|(i, cache)| {
+                    let prompt: Vec<u32> = (0..8).map(|t| 3 + t * 5 + i as u32).collect();
+                    let mut r = GenerateRequest::new(Prompt::Tokens(prompt));
+                    r.gen_length = 32;
+                    r.steps = 32;
+                    r.block_length = Some(16);
+                    r.cache = cache;
+                    r.keep_after_eos = true;
+                    r.seed = i as u64;
+                    if arch == Arch::Dream {
+                        r.parallel = Some(lacuna::ParallelConfig {
+                            rule: lacuna::ParallelRule::Threshold(0.5),
+                        });
+                    }
+                    r
+                })
+                .collect();
+        let mut engine = common::tiny_engine(arch);
+        let alone: Vec<_> = reqs
+            .iter()
+            .map(|r| engine.generate(r, |_| {}).unwrap())
+            .collect();
+        let shared = Arc::new(SharedEngine::new(common::tiny_engine(arch)));
+        let handles: Vec<_> = reqs
+            .into_iter()
+            .map(|r| {
+                let shared = Arc::clone(&shared);
+                std::thread::spawn(move || {
+                    let p = shared.prepare(&r).unwrap();
+                    shared.generate(&p, &CancelToken::new(), |_| {}).unwrap()
+                })
+            })
+            .collect();
+        for (i, (h, want)) in handles.into_iter().zip(&alone).enumerate() {
+            let got = h.join().unwrap();
+            assert_eq!(got.canvas, want.canvas, "{arch} request {i}");
+        }
+    }
 }

@@ -53,6 +53,18 @@ def run(cmd):
         return out.read(), usage.ru_maxrss * 1024
 
 
+def prepare_run(a):
+    """The result files' `model` block (from the fixture's shape table), the commit, and the
+    output folder bench-results/<machine-id>/ (created)."""
+    arch, d, h, kv, ffn, vocab = next(v for k, v in SHAPES.items() if a.model_id.startswith(k))
+    model = dict(id=a.model_id, architecture=arch, layers=a.layers, d_model=d, heads=h, kv_heads=kv, ffn=ffn,
+                 vocab=vocab, quant=a.quant, file_bytes=os.path.getsize(a.model), synthetic=True)
+    commit = subprocess.check_output(["git", "-C", ROOT, "rev-parse", "--short=12", "HEAD"], text=True).strip()
+    outdir = os.path.join(ROOT, "bench-results", a.machine_id)
+    os.makedirs(outdir, exist_ok=True)
+    return model, commit, outdir
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", required=True)
@@ -72,12 +84,7 @@ def main():
     ap.add_argument("--builds", nargs="+", default=list(ORACLES), help="llama.cpp builds to run")
     a = ap.parse_args()
 
-    arch, d, h, kv, ffn, vocab = next(v for k, v in SHAPES.items() if a.model_id.startswith(k))
-    model = dict(id=a.model_id, architecture=arch, layers=a.layers, d_model=d, heads=h, kv_heads=kv, ffn=ffn,
-                 vocab=vocab, quant=a.quant, file_bytes=os.path.getsize(a.model), synthetic=True)
-    commit = subprocess.check_output(["git", "-C", ROOT, "rev-parse", "--short=12", "HEAD"], text=True).strip()
-    outdir = os.path.join(ROOT, "bench-results", a.machine_id)
-    os.makedirs(outdir, exist_ok=True)
+    model, commit, outdir = prepare_run(a)
 
     jobs = []
     for t in a.seq_len:

@@ -18,10 +18,10 @@ block 32, prompt 32, greedy. Random weights give no confidence, so the parallel 
 commit one token per step too; their tokens per forward are measured on the demo model
 (`crates/lacuna/examples/cache_quality.rs`).
 """
-import argparse, datetime, json, os, subprocess, sys
+import argparse, datetime, json, os, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from forward import LACUNA, ORACLES, SHAPES, ROOT, machine, run  # noqa: E402
+from forward import LACUNA, ORACLES, ROOT, machine, prepare_run, run  # noqa: E402
 
 
 def main():
@@ -40,12 +40,7 @@ def main():
     ap.add_argument("--builds", nargs="+", default=["amx"], help="llama.cpp builds to run")
     a = ap.parse_args()
 
-    arch, d, h, kv, ffn, vocab = next(v for k, v in SHAPES.items() if a.model_id.startswith(k))
-    model = dict(id=a.model_id, architecture=arch, layers=a.layers, d_model=d, heads=h, kv_heads=kv, ffn=ffn,
-                 vocab=vocab, quant=a.quant, file_bytes=os.path.getsize(a.model), synthetic=True)
-    commit = subprocess.check_output(["git", "-C", ROOT, "rev-parse", "--short=12", "HEAD"], text=True).strip()
-    outdir = os.path.join(ROOT, "bench-results", a.machine_id)
-    os.makedirs(outdir, exist_ok=True)
+    model, commit, outdir = prepare_run(a)
     for g in a.gen_length:
         for th in a.threads:
             for cache in a.cache:

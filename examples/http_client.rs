@@ -36,7 +36,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))?;
             let addr = listener.local_addr()?.to_string();
             let router = server.router();
-            runtime.spawn(async move { axum_serve(listener, router).await });
+            runtime.spawn(lacuna_server::serve_router(listener, router));
             (addr, "lacuna-demo".to_string(), Some(runtime))
         }
     };
@@ -67,11 +67,4 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     println!();
     Ok(())
-}
-
-/// The server loop (what `lacuna serve` runs, without the signal handling).
-async fn axum_serve(listener: tokio::net::TcpListener, router: lacuna_server::Router) {
-    if let Err(e) = lacuna_server::serve_router(listener, router).await {
-        eprintln!("server stopped: {e}");
-    }
 }

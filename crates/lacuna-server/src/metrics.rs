@@ -52,13 +52,13 @@ pub(crate) fn render(s: &Scheduler) -> String {
         "steps_total",
         "counter",
         "Denoising steps run.",
-        m.steps.load(Ordering::Relaxed) as f64,
+        engine.steps as f64,
     );
     metric(
         "generated_tokens_total",
         "counter",
         "Generated tokens committed.",
-        m.tokens.load(Ordering::Relaxed) as f64,
+        engine.committed as f64,
     );
     metric(
         "forwards_total",

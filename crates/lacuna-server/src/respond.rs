@@ -43,6 +43,21 @@ impl Envelope {
         }
     }
 
+    /// `fields` after the fields every response and chunk starts with.
+    fn with(&self, chunk: bool, fields: Value) -> Value {
+        let mut v = json!({
+            "id": self.id,
+            "object": self.object(chunk),
+            "created": self.created,
+            "model": self.model,
+            "system_fingerprint": null,
+        });
+        if let (Some(head), Value::Object(rest)) = (v.as_object_mut(), fields) {
+            head.extend(rest);
+        }
+        v
+    }
+
     /// The whole (non-streamed) response.
     pub(crate) fn response(&self, f: &Finished) -> Value {
         let choice = match self.endpoint {
@@ -59,16 +74,10 @@ impl Envelope {
                 "finish_reason": f.finish_reason,
             }),
         };
-        json!({
-            "id": self.id,
-            "object": self.object(false),
-            "created": self.created,
-            "model": self.model,
-            "system_fingerprint": null,
-            "choices": [choice],
-            "usage": usage(f),
-            "diffusion": diffusion_report(f),
-        })
+        self.with(
+            false,
+            json!({"choices": [choice], "usage": usage(f), "diffusion": diffusion_report(f)}),
+        )
     }
 
     /// A stream chunk with `delta` text (chat: the first carries the role), an optional
@@ -101,28 +110,15 @@ impl Envelope {
         if let Some(c) = canvas {
             choice["canvas"] = c;
         }
-        json!({
-            "id": self.id,
-            "object": self.object(true),
-            "created": self.created,
-            "model": self.model,
-            "system_fingerprint": null,
-            "choices": [choice],
-        })
+        self.with(true, json!({"choices": [choice]}))
     }
 
     /// The last chunk of `stream_options.include_usage`: no choices, the usage.
     pub(crate) fn usage_chunk(&self, f: &Finished) -> Value {
-        json!({
-            "id": self.id,
-            "object": self.object(true),
-            "created": self.created,
-            "model": self.model,
-            "system_fingerprint": null,
-            "choices": [],
-            "usage": usage(f),
-            "diffusion": diffusion_report(f),
-        })
+        self.with(
+            true,
+            json!({"choices": [], "usage": usage(f), "diffusion": diffusion_report(f)}),
+        )
     }
 }
 

@@ -77,12 +77,9 @@ pub(crate) struct Metrics {
     pub(crate) failed: AtomicU64,
     /// Requests refused: queue full.
     pub(crate) rejected: AtomicU64,
-    /// Denoising steps run.
-    pub(crate) steps: AtomicU64,
-    /// Generated positions committed.
-    pub(crate) tokens: AtomicU64,
-    /// Recent (time, steps, tokens) for the rates.
-    recent: Mutex<VecDeque<(Instant, u64, u64)>>,
+    /// Recent steps as (when, positions committed), for the rates; the totals are the
+    /// engine's ([`SharedEngine::stats`]).
+    recent: Mutex<VecDeque<(Instant, u64)>>,
 }
 
 /// The window of the per-second rates.
@@ -90,12 +87,10 @@ pub(crate) const RATE_WINDOW: Duration = Duration::from_secs(10);
 
 impl Metrics {
     fn record_step(&self, committed: u64) {
-        self.steps.fetch_add(1, Ordering::Relaxed);
-        self.tokens.fetch_add(committed, Ordering::Relaxed);
         let mut r = self.recent.lock().unwrap_or_else(|e| e.into_inner());
         let now = Instant::now();
-        r.push_back((now, 1, committed));
-        while r.front().is_some_and(|&(t, _, _)| now - t > RATE_WINDOW) {
+        r.push_back((now, committed));
+        while r.front().is_some_and(|&(t, _)| now - t > RATE_WINDOW) {
             r.pop_front();
         }
     }
@@ -104,12 +99,10 @@ impl Metrics {
     pub(crate) fn rates(&self) -> (f64, f64) {
         let r = self.recent.lock().unwrap_or_else(|e| e.into_inner());
         let now = Instant::now();
-        let (mut steps, mut tokens) = (0, 0);
-        for &(t, s, k) in r.iter() {
-            if now - t <= RATE_WINDOW {
-                steps += s;
-                tokens += k;
-            }
+        let (mut steps, mut tokens) = (0u64, 0);
+        for &(_, k) in r.iter().filter(|&&(t, _)| now - t <= RATE_WINDOW) {
+            steps += 1;
+            tokens += k;
         }
         let w = RATE_WINDOW.as_secs_f64();
         (steps as f64 / w, tokens as f64 / w)
@@ -251,7 +244,7 @@ fn worker(
         metrics.active.fetch_add(1, Ordering::AcqRel);
         metrics.queued.fetch_sub(1, Ordering::AcqRel);
         let cancel = job.cancel.clone();
-        let event = run_job(engine, metrics, job.clone_parts(), &job.events);
+        let event = run_job(engine, metrics, &job);
         match &event {
             Event::Done(_) => metrics.completed.fetch_add(1, Ordering::Relaxed),
             Event::Failed(e) if e.code == Some("cancelled") => {
@@ -269,38 +262,14 @@ fn worker(
     }
 }
 
-/// The parts of a job the generation reads.
-struct JobParts<'a> {
-    prepared: &'a Prepared,
-    stop: Vec<String>,
-    include_canvas: bool,
-    cancel: &'a CancelToken,
-}
-
-impl Job {
-    fn clone_parts(&self) -> JobParts<'_> {
-        JobParts {
-            prepared: &self.prepared,
-            stop: self.stop.clone(),
-            include_canvas: self.include_canvas,
-            cancel: &self.cancel,
-        }
-    }
-}
-
-fn run_job(
-    engine: &SharedEngine,
-    metrics: &Metrics,
-    job: JobParts<'_>,
-    events: &mpsc::Sender<Event>,
-) -> Event {
+fn run_job(engine: &SharedEngine, metrics: &Metrics, job: &Job) -> Event {
     if job.cancel.is_cancelled() {
         return Event::Failed(cancelled());
     }
     let tokenizer = Arc::clone(engine.tokenizer());
     let mask = engine.mask_token_id();
-    let mut text = SettledText::new(&tokenizer, mask, engine.eos_ids(), job.stop);
-    let result = engine.generate(job.prepared, job.cancel, |view: &StepView<'_>| {
+    let mut text = SettledText::new(&tokenizer, mask, engine.eos_ids(), job.stop.clone());
+    let result = engine.generate(&job.prepared, &job.cancel, |view: &StepView<'_>| {
         metrics.record_step(view.committed.len() as u64);
         let generated = &view.canvas[view.prompt_len..];
         let delta = text.update(&tokenizer, generated);
@@ -313,7 +282,11 @@ fn run_job(
         if (delta.is_empty() && canvas.is_none()) || job.cancel.is_cancelled() && !text.stopped() {
             return;
         }
-        if events.blocking_send(Event::Step { delta, canvas }).is_err() {
+        if job
+            .events
+            .blocking_send(Event::Step { delta, canvas })
+            .is_err()
+        {
             // The client is gone: stop at the next step.
             job.cancel.cancel();
         }

@@ -122,7 +122,6 @@ pub struct SharedEngine {
     name: String,
     threads: usize,
     load_s: f64,
-    cache_dims: (usize, usize),
 }
 
 impl std::fmt::Debug for SharedEngine {
@@ -137,9 +136,7 @@ impl std::fmt::Debug for SharedEngine {
 impl SharedEngine {
     /// Shares `engine`.
     pub fn new(engine: Engine) -> Self {
-        let cfg = engine.model.config();
         Self {
-            cache_dims: (cfg.n_layer, cfg.kv_dim()),
             prep: Arc::clone(&engine.prep),
             name: engine.name().to_string(),
             threads: engine.threads(),
@@ -193,12 +190,6 @@ impl SharedEngine {
     /// Seconds the engine took to load.
     pub fn load_s(&self) -> f64 {
         self.load_s
-    }
-
-    /// Bytes of key/value cache one canvas of `len` positions needs.
-    pub fn cache_bytes_for(&self, len: usize) -> usize {
-        let (layers, kv_dim) = self.cache_dims;
-        2 * layers * len * kv_dim * std::mem::size_of::<f32>()
     }
 
     /// Counters so far.

@@ -36,6 +36,21 @@ fn requests() -> Vec<GenerateRequest> {
     out
 }
 
+/// Runs every request on its own thread at once; the outputs in request order.
+fn at_once(shared: &Arc<SharedEngine>, requests: Vec<GenerateRequest>) -> Vec<lacuna::Output> {
+    let handles: Vec<_> = requests
+        .into_iter()
+        .map(|r| {
+            let shared = Arc::clone(shared);
+            std::thread::spawn(move || {
+                let p = shared.prepare(&r).unwrap();
+                shared.generate(&p, &CancelToken::new(), |_| {}).unwrap()
+            })
+        })
+        .collect();
+    handles.into_iter().map(|h| h.join().unwrap()).collect()
+}
+
 #[test]
 fn concurrent_generations_equal_their_runs_alone() {
     let mut engine = demo();
@@ -44,18 +59,7 @@ fn concurrent_generations_equal_their_runs_alone() {
         .map(|r| engine.generate(r, |_| {}).unwrap())
         .collect();
     let shared = Arc::new(SharedEngine::new(demo()));
-    let handles: Vec<_> = requests()
-        .into_iter()
-        .map(|r| {
-            let shared = Arc::clone(&shared);
-            std::thread::spawn(move || {
-                let p = shared.prepare(&r).unwrap();
-                shared.generate(&p, &CancelToken::new(), |_| {}).unwrap()
-            })
-        })
-        .collect();
-    for (h, want) in handles.into_iter().zip(&alone) {
-        let got = h.join().unwrap();
+    for (got, want) in at_once(&shared, requests()).into_iter().zip(&alone) {
         assert_eq!(got.canvas, want.canvas);
         assert_eq!(got.tokens, want.tokens);
         assert_eq!(got.stats.cache_fills, want.stats.cache_fills);
@@ -129,18 +133,7 @@ fn every_architecture_interleaves_exactly() {
             .map(|r| engine.generate(r, |_| {}).unwrap())
             .collect();
         let shared = Arc::new(SharedEngine::new(common::tiny_engine(arch)));
-        let handles: Vec<_> = reqs
-            .into_iter()
-            .map(|r| {
-                let shared = Arc::clone(&shared);
-                std::thread::spawn(move || {
-                    let p = shared.prepare(&r).unwrap();
-                    shared.generate(&p, &CancelToken::new(), |_| {}).unwrap()
-                })
-            })
-            .collect();
-        for (i, (h, want)) in handles.into_iter().zip(&alone).enumerate() {
-            let got = h.join().unwrap();
+        for (i, (got, want)) in at_once(&shared, reqs).into_iter().zip(&alone).enumerate() {
             assert_eq!(got.canvas, want.canvas, "{arch} request {i}");
         }
     }

@@ -66,7 +66,8 @@ GGUF_TYPE = {"f16": T.F16, "bf16": T.BF16, "q4_0": T.Q4_0, "q4_1": T.Q4_1, "q5_0
 GGUF_TYPE = {k: v for k, v in GGUF_TYPE.items() if v in (T.F16,) or v in gq._type_traits}
 GGUF_QUANTIZERS = {"q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "bf16", "tq1_0", "tq2_0"}
 C_QUANTIZERS = ["q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q8_1", "q2_K", "q3_K", "q4_K",
-                "q5_K", "q6_K", "q8_K", "f16", "bf16", "iq4_nl", "iq4_xs", "tq1_0", "tq2_0"]
+                "q5_K", "q6_K", "q8_K", "f16", "bf16", "iq4_nl", "iq4_xs", "tq1_0", "tq2_0",
+                "mxfp4"]
 
 lib = ctypes.CDLL(LIB)
 P = ctypes.c_void_p

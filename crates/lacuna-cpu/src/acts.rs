@@ -1,5 +1,6 @@
 //! Activation quantization, once per matmul, to the int8 format the weight type pairs with
-//! in ggml: Q8_K for the K-quants, Q8_0 for Q8_0/Q4_0, and f16/bf16 rounding for F16/BF16
+//! in ggml: Q8_K for the 256-element formats, Q8_0 (Q8_1 for Q4_1/Q5_1) for the 32-element
+//! ones, and f16/bf16 rounding for F16/BF16
 //! weights (ggml's `vec_dot_type`). Parity with llama.cpp depends on these bits.
 //!
 //! Quantized activations are stored biased, `u8 = q + 128`, so that the VNNI microkernels
@@ -68,13 +69,27 @@ pub(crate) fn quantize_q8_0_block(x: &[f32], q: &mut [u8]) -> f32 {
     d
 }
 
+/// ggml's x86 `quantize_row_q8_1` for one 32-element block: [`quantize_q8_0_block`] plus
+/// `s = f16(d * sum(q))` with the unrounded `d = amax / 127`; returns `(d, s)` widened.
+pub(crate) fn quantize_q8_1_block(x: &[f32], q: &mut [u8]) -> (f32, f32) {
+    let d = quantize_q8_0_block(x, q);
+    let amax = x.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+    let sum: i32 = q.iter().map(|&u| i32::from(u) - 128).sum();
+    let s = half::f16::from_f32(amax / 127.0 * sum as f32).to_f32();
+    (d, s)
+}
+
 /// How activations are prepared for a weight type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum ActKind {
     /// Q8_K: 256-element blocks with f32 scale and sums per 32.
     Q8K,
+    /// Q8_K plus `g`: `d * sum(q)` per 16 elements (Q2_K's float mins).
+    Q8KSums16,
     /// Q8_0: 32-element blocks with f16 scale.
     Q8_0,
+    /// Q8_1: Q8_0 plus `g`: ggml's `s = f16(d * sum(q))` per block (Q4_1/Q5_1's offsets).
+    Q8_1,
     /// Plain f32 activations, optionally rounded through f16 or bf16.
     Float(FloatRound),
 }
@@ -98,6 +113,9 @@ pub(crate) struct Acts {
     pub(crate) sums: Vec<i16>,
     /// Rounded float activations, `[t][k]` (float weights only).
     pub(crate) f: Vec<f32>,
+    /// Scaled sums of the quants per group, `[t][k / group]`: the activations of the float
+    /// offset GEMM (Q8_KSums16 / Q8_1 only).
+    pub(crate) g: Vec<f32>,
     /// The biased quants again, laid out for AMX A tiles: `[k / 256][tpad][256]`, rows from
     /// `t` to `tpad` set to 128 (zero). Filled by [`Acts::prepare_tiles`] only.
     pub(crate) tiles: Vec<u8>,
@@ -109,7 +127,7 @@ impl Acts {
     /// Fills `self` from `x` (`t` rows of `k`), growing buffers only when needed.
     pub(crate) fn prepare(&mut self, kind: ActKind, x: &[f32], t: usize, k: usize) {
         match kind {
-            ActKind::Q8K => {
+            ActKind::Q8K | ActKind::Q8KSums16 => {
                 resize(&mut self.q, t * k);
                 resize(&mut self.d, t * k / 256);
                 resize(&mut self.sums, t * k / 32);
@@ -120,6 +138,20 @@ impl Acts {
                     .zip(x.par_chunks(256))
                     .with_min_len(64)
                     .for_each(|(((q, d), s), x)| *d = quantize_q8k(x, q, s));
+                if kind == ActKind::Q8KSums16 {
+                    resize(&mut self.g, t * k / 16);
+                    self.g[..t * k / 16]
+                        .par_chunks_mut(16)
+                        .zip(self.q[..t * k].par_chunks(256))
+                        .zip(self.d[..t * k / 256].par_iter())
+                        .with_min_len(64)
+                        .for_each(|((g, q), &d)| {
+                            for (o, c) in g.iter_mut().zip(q.chunks_exact(16)) {
+                                let sum: i32 = c.iter().map(|&u| i32::from(u) - 128).sum();
+                                *o = d * sum as f32;
+                            }
+                        });
+                }
             }
             ActKind::Q8_0 => {
                 resize(&mut self.q, t * k);
@@ -130,6 +162,18 @@ impl Acts {
                     .zip(x.par_chunks(32))
                     .with_min_len(256)
                     .for_each(|((q, d), x)| *d = quantize_q8_0_block(x, q));
+            }
+            ActKind::Q8_1 => {
+                resize(&mut self.q, t * k);
+                resize(&mut self.d, t * k / 32);
+                resize(&mut self.g, t * k / 32);
+                self.q[..t * k]
+                    .par_chunks_mut(32)
+                    .zip(self.d[..t * k / 32].par_iter_mut())
+                    .zip(self.g[..t * k / 32].par_iter_mut())
+                    .zip(x.par_chunks(32))
+                    .with_min_len(256)
+                    .for_each(|(((q, d), s), x)| (*d, *s) = quantize_q8_1_block(x, q));
             }
             ActKind::Float(round) => {
                 resize(&mut self.f, t * k);

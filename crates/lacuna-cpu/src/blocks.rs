@@ -2,54 +2,100 @@
 //! scales and float super-scales: the form [`crate::PackedWeight`] repacks.
 //!
 //! Layouts follow ggml-common.h / ggml-quants.c (`dequantize_row_*`, `get_scale_min_k4`).
-//! The value of weight `i` of a block is always `d * sc[i / sub] * q[i] - dmin * min[i / 32]`
-//! (the min term only for Q4_K/Q5_K).
+//! The value of weight `i` of a block is always
+//! `d * sc[i / sub] * q[i] - dmin * min[i / 32] + aff[i / group]`: the min term only for
+//! Q4_K/Q5_K, the float offset `aff` only for Q2_K (its mins per 16) and Q4_1/Q5_1 (`m`).
 
 use lacuna_quant::GgmlType;
+
+mod kquants;
+mod legacy;
 
 /// The quantized weight formats the GEMM takes, with their integer decoding parameters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum QuantKind {
+    Q2K,
+    Q3K,
     Q4K,
     Q5K,
     Q6K,
+    IQ4XS,
     Q8_0,
     Q4_0,
+    Q4_1,
+    Q5_0,
+    Q5_1,
+    IQ4NL,
+    MXFP4,
 }
 
 impl QuantKind {
+    /// Every kind, for tests and tables.
+    #[cfg(test)]
+    pub(crate) const ALL: [QuantKind; 13] = [
+        QuantKind::Q2K,
+        QuantKind::Q3K,
+        QuantKind::Q4K,
+        QuantKind::Q5K,
+        QuantKind::Q6K,
+        QuantKind::IQ4XS,
+        QuantKind::Q8_0,
+        QuantKind::Q4_0,
+        QuantKind::Q4_1,
+        QuantKind::Q5_0,
+        QuantKind::Q5_1,
+        QuantKind::IQ4NL,
+        QuantKind::MXFP4,
+    ];
+
     pub(crate) fn of(ty: GgmlType) -> Option<QuantKind> {
-        match ty {
-            GgmlType::Q4_K => Some(QuantKind::Q4K),
-            GgmlType::Q5_K => Some(QuantKind::Q5K),
-            GgmlType::Q6_K => Some(QuantKind::Q6K),
-            GgmlType::Q8_0 => Some(QuantKind::Q8_0),
-            GgmlType::Q4_0 => Some(QuantKind::Q4_0),
-            _ => None,
-        }
+        Some(match ty {
+            GgmlType::Q2_K => QuantKind::Q2K,
+            GgmlType::Q3_K => QuantKind::Q3K,
+            GgmlType::Q4_K => QuantKind::Q4K,
+            GgmlType::Q5_K => QuantKind::Q5K,
+            GgmlType::Q6_K => QuantKind::Q6K,
+            GgmlType::IQ4_XS => QuantKind::IQ4XS,
+            GgmlType::Q8_0 => QuantKind::Q8_0,
+            GgmlType::Q4_0 => QuantKind::Q4_0,
+            GgmlType::Q4_1 => QuantKind::Q4_1,
+            GgmlType::Q5_0 => QuantKind::Q5_0,
+            GgmlType::Q5_1 => QuantKind::Q5_1,
+            GgmlType::IQ4_NL => QuantKind::IQ4NL,
+            GgmlType::MXFP4 => QuantKind::MXFP4,
+            _ => return None,
+        })
     }
 
     pub(crate) fn ty(self) -> GgmlType {
         match self {
+            QuantKind::Q2K => GgmlType::Q2_K,
+            QuantKind::Q3K => GgmlType::Q3_K,
             QuantKind::Q4K => GgmlType::Q4_K,
             QuantKind::Q5K => GgmlType::Q5_K,
             QuantKind::Q6K => GgmlType::Q6_K,
+            QuantKind::IQ4XS => GgmlType::IQ4_XS,
             QuantKind::Q8_0 => GgmlType::Q8_0,
             QuantKind::Q4_0 => GgmlType::Q4_0,
+            QuantKind::Q4_1 => GgmlType::Q4_1,
+            QuantKind::Q5_0 => GgmlType::Q5_0,
+            QuantKind::Q5_1 => GgmlType::Q5_1,
+            QuantKind::IQ4NL => GgmlType::IQ4_NL,
+            QuantKind::MXFP4 => GgmlType::MXFP4,
         }
     }
 
-    /// Elements per block (= per activation block: Q8_K for K-quants, Q8_0 otherwise).
+    /// Elements per block (= per activation block: Q8_K for 256-blocks, Q8_0/Q8_1 for
+    /// 32-blocks).
     pub(crate) fn block(self) -> usize {
         self.ty().block_size()
     }
 
-    /// Elements sharing one integer scale (the block itself for Q8_0/Q4_0).
+    /// Elements sharing one integer scale (the block itself for the 32-element formats).
     pub(crate) fn sub(self) -> usize {
         match self {
-            QuantKind::Q4K | QuantKind::Q5K => 32,
-            QuantKind::Q6K => 16,
-            QuantKind::Q8_0 | QuantKind::Q4_0 => 32,
+            QuantKind::Q2K | QuantKind::Q3K | QuantKind::Q6K => 16,
+            _ => 32,
         }
     }
 
@@ -58,9 +104,26 @@ impl QuantKind {
         self.sub() != self.block()
     }
 
-    /// Whether the block carries `dmin` and 6-bit mins per 32 weights.
+    /// Whether the block carries `dmin` and 6-bit mins per 32 weights (the integer min
+    /// term of the kernels).
     pub(crate) fn has_mins(self) -> bool {
         matches!(self, QuantKind::Q4K | QuantKind::Q5K)
+    }
+
+    /// Elements per float offset (`aff` of [`Decoded`]), for the formats whose offset the
+    /// kernels add as a second, float product (Q2_K's 4-bit mins per 16, Q4_1/Q5_1's `m`).
+    pub(crate) fn affine_group(self) -> Option<usize> {
+        match self {
+            QuantKind::Q2K => Some(16),
+            QuantKind::Q4_1 | QuantKind::Q5_1 => Some(32),
+            _ => None,
+        }
+    }
+
+    /// Whether some weight may exceed 64 in magnitude: then a biased-activation
+    /// `vpmaddubsw` pair could saturate i16, and plain AVX2 uses the sign trick.
+    pub(crate) fn wide(self) -> bool {
+        matches!(self, QuantKind::Q8_0 | QuantKind::IQ4NL | QuantKind::IQ4XS)
     }
 }
 
@@ -76,93 +139,46 @@ pub(crate) struct Decoded {
     pub(crate) d: f32,
     /// Super-block min scale (Q4_K/Q5_K; zero otherwise).
     pub(crate) dmin: f32,
+    /// Float offset per [`QuantKind::affine_group`] elements (zero when it has none):
+    /// weight `i` is `d * sc * q + aff[i / group]`.
+    pub(crate) aff: [f32; 16],
 }
 
-fn f16_at(b: &[u8], at: usize) -> f32 {
-    half::f16::from_le_bytes([b[at], b[at + 1]]).to_f32()
-}
-
-/// ggml's `get_scale_min_k4`: the 6-bit scale and min of sub-block `j` (0..8).
-pub(crate) fn scale_min_k4(j: usize, s: &[u8]) -> (u8, u8) {
-    if j < 4 {
-        (s[j] & 63, s[j + 4] & 63)
-    } else {
-        (
-            (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4),
-            (s[j + 4] >> 4) | ((s[j] >> 6) << 4),
-        )
+impl Decoded {
+    fn new() -> Decoded {
+        Decoded {
+            q: [0; 256],
+            sc: [1; 16],
+            mins: [0; 8],
+            d: 0.0,
+            dmin: 0.0,
+            aff: [0.0; 16],
+        }
     }
+}
+
+pub(crate) fn f16_at(b: &[u8], at: usize) -> f32 {
+    half::f16::from_le_bytes([b[at], b[at + 1]]).to_f32()
 }
 
 /// Decodes one block of `kind` from exactly `kind.ty().type_size()` bytes.
 pub(crate) fn decode(kind: QuantKind, b: &[u8]) -> Decoded {
     debug_assert_eq!(b.len(), kind.ty().type_size());
-    let mut out = Decoded {
-        q: [0; 256],
-        sc: [1; 16],
-        mins: [0; 8],
-        d: 0.0,
-        dmin: 0.0,
-    };
+    let mut out = Decoded::new();
     match kind {
-        QuantKind::Q8_0 => {
-            out.d = f16_at(b, 0);
-            for (q, &byte) in out.q.iter_mut().zip(&b[2..34]) {
-                *q = byte as i8;
-            }
-        }
-        QuantKind::Q4_0 => {
-            out.d = f16_at(b, 0);
-            let qs = &b[2..18];
-            for j in 0..16 {
-                out.q[j] = (qs[j] & 0xF) as i8 - 8;
-                out.q[j + 16] = (qs[j] >> 4) as i8 - 8;
-            }
-        }
-        QuantKind::Q4K | QuantKind::Q5K => {
-            out.d = f16_at(b, 0);
-            out.dmin = f16_at(b, 2);
-            let scales = &b[4..16];
-            for j in 0..8 {
-                let (sc, m) = scale_min_k4(j, scales);
-                out.sc[j] = i32::from(sc);
-                out.mins[j] = i16::from(m);
-            }
-            let (qh, qs) = if kind == QuantKind::Q5K {
-                (Some(&b[16..48]), &b[48..176])
-            } else {
-                (None, &b[16..144])
-            };
-            for c in 0..4 {
-                for l in 0..32 {
-                    let byte = qs[c * 32 + l];
-                    let (mut lo, mut hi) = (byte & 0xF, byte >> 4);
-                    if let Some(qh) = qh {
-                        lo |= ((qh[l] >> (2 * c)) & 1) << 4;
-                        hi |= ((qh[l] >> (2 * c + 1)) & 1) << 4;
-                    }
-                    out.q[c * 64 + l] = lo as i8;
-                    out.q[c * 64 + 32 + l] = hi as i8;
-                }
-            }
-        }
-        QuantKind::Q6K => {
-            let (ql, qh, sc) = (&b[0..128], &b[128..192], &b[192..208]);
-            out.d = f16_at(b, 208);
-            for (o, &s) in out.sc.iter_mut().zip(sc) {
-                *o = i32::from(s as i8);
-            }
-            for n in 0..2 {
-                let (ql, qh) = (&ql[n * 64..], &qh[n * 32..]);
-                let y = &mut out.q[n * 128..];
-                for l in 0..32 {
-                    y[l] = ((ql[l] & 0xF) | ((qh[l] & 3) << 4)) as i8 - 32;
-                    y[l + 32] = ((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) as i8 - 32;
-                    y[l + 64] = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) as i8 - 32;
-                    y[l + 96] = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) as i8 - 32;
-                }
-            }
-        }
+        QuantKind::Q8_0 => legacy::q8_0(b, &mut out),
+        QuantKind::Q4_0 => legacy::q4_0(b, &mut out),
+        QuantKind::Q4_1 => legacy::q4_1(b, &mut out),
+        QuantKind::Q5_0 => legacy::q5(b, false, &mut out),
+        QuantKind::Q5_1 => legacy::q5(b, true, &mut out),
+        QuantKind::IQ4NL => legacy::iq4_nl(b, &mut out),
+        QuantKind::MXFP4 => legacy::mxfp4(b, &mut out),
+        QuantKind::Q2K => kquants::q2_k(b, &mut out),
+        QuantKind::Q3K => kquants::q3_k(b, &mut out),
+        QuantKind::Q4K => kquants::q45_k(b, false, &mut out),
+        QuantKind::Q5K => kquants::q45_k(b, true, &mut out),
+        QuantKind::Q6K => kquants::q6_k(b, &mut out),
+        QuantKind::IQ4XS => kquants::iq4_xs(b, &mut out),
     }
     out
 }

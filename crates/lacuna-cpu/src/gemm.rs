@@ -16,6 +16,12 @@
 //!
 //! Float weights: `acc = fma(w, x, acc)` over K in order per output, with `x` first rounded
 //! to f16/bf16 for F16/BF16 weights as ggml does (its `vec_dot_type`).
+//!
+//! Float offsets (Q2_K's mins per 16, Q4_1/Q5_1's `m` per 32): after the integer part, the
+//! same fma chain continues from the output over the groups, `acc = fma(aff_g, s_g, acc)`,
+//! with `s_g` the activation group's `d * sum(q)` (ggml's Q8_1 `s`, rounded to f16, for
+//! Q4_1/Q5_1). ggml adds each block's offset term inside its block loop instead, so the two
+//! differ by f32 rounding again, plus f32 rounding of `d * sum` for Q2_K.
 
 use rayon::prelude::*;
 
@@ -93,17 +99,25 @@ pub fn matmul_on(
     match &w.inner {
         Inner::Quant(q) => {
             let kernel = quant_kernel(path);
+            let fkernel = float_kernel(path);
             for_tasks(q.panels, per_task, |p0, np| {
                 // SAFETY: the path is available (checked above); each task writes only
                 // the columns of its own panels (see `Out`).
                 unsafe { kernel(q, acts, p0, np, out) }
+                // The float offsets, added to the same panels by the same task.
+                if let Some(m) = &q.affine {
+                    for p in (p0..p0 + np).step_by(2) {
+                        // SAFETY: as above; the float kernels take one or two panels.
+                        unsafe { fkernel(m, &acts.g, p, (p0 + np - p).min(2), out, true) }
+                    }
+                }
             });
         }
         Inner::Float(f) => {
             let kernel = float_kernel(path);
             for_tasks(f.panels, 2, |p0, np| {
                 // SAFETY: as above.
-                unsafe { kernel(f, &acts.f, p0, np, out) }
+                unsafe { kernel(f, &acts.f, p0, np, out, false) }
             });
         }
     }
@@ -134,7 +148,7 @@ pub(crate) fn float_serial(
         let np = (n.div_ceil(PANEL) - p0).min(2);
         // SAFETY: the path is available and the lengths were checked above; this thread is
         // the only writer of `y`.
-        unsafe { kernel(w, x, p0, np, out) };
+        unsafe { kernel(w, x, p0, np, out, false) };
     }
 }
 
@@ -168,7 +182,9 @@ fn for_tasks(panels: usize, per_task: usize, f: impl Fn(usize, usize) + Sync) {
 /// these panels in `out` meanwhile.
 pub(crate) type QuantKernel = unsafe fn(&QuantPacked, &Acts, usize, usize, Out);
 /// A float-GEMM kernel (same contract as [`QuantKernel`]; activations `[t][k]`).
-pub(crate) type FloatKernel = unsafe fn(&FloatPacked, &[f32], usize, usize, Out);
+/// With `accumulate`, the products are added to what `out` holds (the float offsets of
+/// Q2_K/Q4_1/Q5_1 after their integer part); otherwise `out` is overwritten.
+pub(crate) type FloatKernel = unsafe fn(&FloatPacked, &[f32], usize, usize, Out, bool);
 
 fn quant_kernel(path: Path) -> QuantKernel {
     match path {

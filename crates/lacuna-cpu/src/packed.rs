@@ -9,6 +9,10 @@
 //! to f32 `[panel][block][16]`. The cost is memory: about 8.6 bits per weight for every
 //! quantized type (Q4_K is 4.5 in the file).
 //!
+//! Q2_K's mins (per 16 weights) and Q4_1/Q5_1's offsets (per 32) are kept as a small float
+//! matrix `[n x k / group]` (1–2 bits per weight more), applied as a second, float GEMM
+//! against the activations' scaled group sums.
+//!
 //! Float weights (F32, F16, BF16) are widened to f32 `[panel][k][16]`.
 
 use lacuna_quant::GgmlType;
@@ -54,6 +58,8 @@ pub(crate) struct QuantPacked {
     pub(crate) d: Vec<f32>,
     /// `[panel][block][16]` super-scale `dmin` (Q4_K/Q5_K only).
     pub(crate) dmin: Vec<f32>,
+    /// The float offsets `[n x k / group]` (see [`QuantKind::affine_group`]).
+    pub(crate) affine: Option<FloatPacked>,
 }
 
 /// Float weights widened to f32, `[panel][k][16]`.
@@ -68,7 +74,8 @@ pub(crate) struct FloatPacked {
 impl PackedWeight {
     /// Repacks `n` rows of `k` elements of type `ty` from ggml's row-major bytes.
     ///
-    /// Supported types: Q4_K, Q5_K, Q6_K, Q8_0, Q4_0, F16, BF16, F32. `k` must be a whole
+    /// Supported types: Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
+    /// IQ4_NL, MXFP4, F16, BF16, F32. `k` must be a whole
     /// number of blocks and `bytes` exactly `n` rows long.
     pub fn new(ty: GgmlType, n: usize, k: usize, bytes: &[u8]) -> Result<PackedWeight, Error> {
         if n == 0 || k == 0 {
@@ -127,6 +134,7 @@ impl PackedWeight {
                 q.qs.len()
                     + 4 * (q.scales.len() + q.corr.len() + q.d.len() + q.dmin.len())
                     + 2 * q.mins.len()
+                    + q.affine.as_ref().map_or(0, |f| 4 * f.w.len())
             }
             Inner::Float(f) => 4 * f.w.len(),
         }
@@ -134,8 +142,12 @@ impl PackedWeight {
 
     pub(crate) fn act_kind(&self) -> ActKind {
         match &self.inner {
-            Inner::Quant(q) if q.kind.block() == 256 => ActKind::Q8K,
-            Inner::Quant(_) => ActKind::Q8_0,
+            Inner::Quant(q) => match (q.kind.block(), q.kind.affine_group()) {
+                (256, None) => ActKind::Q8K,
+                (256, Some(_)) => ActKind::Q8KSums16,
+                (_, None) => ActKind::Q8_0,
+                (_, Some(_)) => ActKind::Q8_1,
+            },
             Inner::Float(f) => ActKind::Float(f.round),
         }
     }
@@ -169,6 +181,7 @@ fn pack_quant(kind: QuantKind, n: usize, k: usize, bytes: &[u8], row_bytes: usiz
         } else {
             Vec::new()
         },
+        affine: None,
     };
     let qs = p.qs.par_chunks_mut(PANEL * k);
     let sc = chunks_or_empty(&mut p.scales, PANEL * nblk * nsub, panels).into_par_iter();
@@ -213,7 +226,34 @@ fn pack_quant(kind: QuantKind, n: usize, k: usize, bytes: &[u8], row_bytes: usiz
                 }
             }
         });
+    if let Some(group) = kind.affine_group() {
+        p.affine = Some(pack_affine(kind, group, n, k, bytes, row_bytes));
+    }
     p
+}
+
+/// The float offsets of every `group` weights, `[n x k / group]`, packed for the float GEMM.
+fn pack_affine(
+    kind: QuantKind,
+    group: usize,
+    n: usize,
+    k: usize,
+    bytes: &[u8],
+    row_bytes: usize,
+) -> FloatPacked {
+    let (bsize, per_block) = (kind.ty().type_size(), kind.block() / group);
+    let kg = k / group;
+    let mut m = vec![0.0f32; n * kg];
+    m.par_chunks_mut(kg).enumerate().for_each(|(r, out)| {
+        let row = &bytes[r * row_bytes..][..row_bytes];
+        for (b, raw) in row.chunks_exact(bsize).enumerate() {
+            let dec = decode(kind, raw);
+            out[b * per_block..][..per_block].copy_from_slice(&dec.aff[..per_block]);
+        }
+    });
+    let mut f = FloatPacked::empty();
+    f.fill_strided(&m, n, kg, kg, 1);
+    f
 }
 
 /// `panels` mutable chunks of `v`, or `panels` empty slices when `v` is empty.

@@ -50,7 +50,7 @@ macro_rules! quant_blocks {
             Q2_K => 256, BlockQ2K; Q3_K => 256, BlockQ3K; Q4_K => 256, BlockQ4K;
             Q5_K => 256, BlockQ5K; Q6_K => 256, BlockQ6K; Q8_K => 256, BlockQ8K;
             IQ4_NL => 32, BlockIQ4NL; IQ4_XS => 256, BlockIQ4XS;
-            TQ1_0 => 256, BlockTQ1_0; TQ2_0 => 256, BlockTQ2_0;
+            TQ1_0 => 256, BlockTQ1_0; TQ2_0 => 256, BlockTQ2_0; MXFP4 => 32, BlockMXFP4;
         )
     };
 }

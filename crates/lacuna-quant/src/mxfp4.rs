@@ -5,7 +5,7 @@
 use bytemuck::{Pod, Zeroable};
 
 use crate::GgmlType;
-use crate::block::{QuantBlock, VecDotBlock};
+use crate::block::{QuantBlock, QuantizeBlock, VecDotBlock};
 use crate::legacy::BlockQ8_0;
 use crate::scalar::fp16_to_fp32;
 
@@ -49,6 +49,49 @@ impl QuantBlock<32> for BlockMXFP4 {
         for (i, o) in out.iter_mut().enumerate() {
             *o = f32::from(self.level(i)) * d;
         }
+    }
+}
+
+/// ggml's `best_index_mxfp4`: the first level nearest to `x` at scale `d`.
+fn best_index_mxfp4(x: f32, d: f32) -> u8 {
+    let mut best = 0u8;
+    let mut best_err = (f32::from(KVALUES_MXFP4[0]) * d - x).abs();
+    for (i, &k) in KVALUES_MXFP4.iter().enumerate().skip(1) {
+        let err = (f32::from(k) * d - x).abs();
+        if err < best_err {
+            best = i as u8;
+            best_err = err;
+        }
+    }
+    best
+}
+
+impl QuantizeBlock<32> for BlockMXFP4 {
+    /// ggml's `quantize_row_mxfp4_ref`: `e = floor(log2(amax)) - 2 + 127`, then the nearest
+    /// level per value.
+    fn quantize(x: &[f32; 32]) -> Self {
+        let amax = x
+            .iter()
+            .fold(0.0f32, |m, v| if m < v.abs() { v.abs() } else { m });
+        // ggml casts the float to uint8_t, which C leaves undefined outside 0..=255; x86
+        // compilers convert through a 32-bit `cvttss2si` and keep the low byte (infinite or
+        // NaN inputs give the "integer indefinite" 0x80000000, so byte 0). Do the same.
+        let e = if amax > 0.0 {
+            let v = amax.log2().floor() - 2.0 + 127.0;
+            if v.is_finite() && v.abs() < 2_147_483_648.0 {
+                v as i32 as u8
+            } else {
+                0
+            }
+        } else {
+            0
+        };
+        let d = e8m0_to_fp32_half(e);
+        let mut qs = [0u8; 16];
+        for (j, q) in qs.iter_mut().enumerate() {
+            *q = best_index_mxfp4(x[j], d) | (best_index_mxfp4(x[j + 16], d) << 4);
+        }
+        BlockMXFP4 { e, qs }
     }
 }
 

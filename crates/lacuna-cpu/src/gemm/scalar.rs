@@ -57,17 +57,30 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
     }
 }
 
-/// Scalar float GEMM over panels `p0..p0 + np`.
+/// Scalar float GEMM over panels `p0..p0 + np` (added to `out` when `accumulate`).
 ///
 /// # Safety
 /// See [`crate::gemm::FloatKernel`].
-pub(crate) unsafe fn float_panels(w: &FloatPacked, x: &[f32], p0: usize, np: usize, out: Out) {
+pub(crate) unsafe fn float_panels(
+    w: &FloatPacked,
+    x: &[f32],
+    p0: usize,
+    np: usize,
+    out: Out,
+    accumulate: bool,
+) {
     let k = w.k;
     for p in p0..p0 + np {
         let wp = &w.w[p * PANEL * k..][..PANEL * k];
         for t in 0..out.t {
             let xt = &x[t * k..][..k];
             let mut row = [0.0f32; PANEL];
+            if accumulate {
+                // SAFETY: t < out.t and panel p is ours; `valid` columns read.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(out.at(t, p), row.as_mut_ptr(), out.valid(p))
+                };
+            }
             for (r, acc) in row.iter_mut().enumerate() {
                 for (kk, &xv) in xt.iter().enumerate() {
                     *acc = wp[kk * PANEL + r].mul_add(xv, *acc);

@@ -22,18 +22,15 @@ impl Rng {
     }
 }
 
-const QUANT: [GgmlType; 5] = [
-    GgmlType::Q4_K,
-    GgmlType::Q5_K,
-    GgmlType::Q6_K,
-    GgmlType::Q8_0,
-    GgmlType::Q4_0,
-];
+/// Every quantized type the GEMM takes.
+fn quant_types() -> impl Iterator<Item = GgmlType> {
+    QuantKind::ALL.into_iter().map(QuantKind::ty)
+}
 const FLOAT: [GgmlType; 3] = [GgmlType::F32, GgmlType::F16, GgmlType::BF16];
 
 /// Random weights of `ty`: random bytes for the quants and scales, finite f16 super-scales
 /// of magnitude `scale` (so large and small values are both exercised).
-fn weights(ty: GgmlType, n: usize, k: usize, rng: &mut Rng, scale: f32) -> Vec<u8> {
+pub(crate) fn weights(ty: GgmlType, n: usize, k: usize, rng: &mut Rng, scale: f32) -> Vec<u8> {
     let mut out = Vec::new();
     match ty {
         GgmlType::F32 => (0..n * k).for_each(|_| out.extend((rng.f32() * scale).to_le_bytes())),
@@ -54,6 +51,22 @@ fn weights(ty: GgmlType, n: usize, k: usize, rng: &mut Rng, scale: f32) -> Vec<u
                         put(2, rng.f32() * scale / 64.0);
                     }
                     GgmlType::Q6_K => put(208, rng.f32() * scale / 64.0),
+                    GgmlType::Q3_K => put(108, rng.f32() * scale / 64.0),
+                    GgmlType::Q2_K => {
+                        put(80, rng.f32() * scale / 16.0);
+                        put(82, rng.f32() * scale / 16.0);
+                    }
+                    GgmlType::IQ4_XS => put(0, rng.f32() * scale / 2048.0),
+                    GgmlType::IQ4_NL => put(0, rng.f32() * scale / 128.0),
+                    GgmlType::Q4_1 | GgmlType::Q5_1 => {
+                        put(0, rng.f32() * scale / 16.0);
+                        put(2, rng.f32() * scale);
+                    }
+                    GgmlType::MXFP4 => {
+                        // E8M0 exponent near `scale / 8` (2^(e - 128) per level).
+                        let e = 128.0 + (scale / 8.0).log2() + (rng.next() % 5) as f32 - 2.0;
+                        b[0] = e.round() as u8;
+                    }
                     _ => put(0, rng.f32() * scale / 16.0),
                 }
                 out.extend(b);
@@ -82,7 +95,7 @@ fn run(path: Path, w: &PackedWeight, x: &[f32], t: usize) -> Vec<f32> {
     y
 }
 
-/// The activation row in ggml's byte format (block_q8_K / block_q8_0).
+/// The activation row in ggml's byte format (block_q8_K / block_q8_0 / block_q8_1).
 fn ggml_act_bytes(kind: QuantKind, a: &reference::GgmlActs<'_>) -> Vec<u8> {
     let mut out = Vec::new();
     if kind.block() == 256 {
@@ -96,6 +109,9 @@ fn ggml_act_bytes(kind: QuantKind, a: &reference::GgmlActs<'_>) -> Vec<u8> {
     } else {
         for (b, q) in a.q.chunks_exact(32).enumerate() {
             out.extend(half::f16::from_f32(a.d[b]).to_le_bytes());
+            if kind.affine_group().is_some() {
+                out.extend(half::f16::from_f32(a.s[b]).to_le_bytes());
+            }
             out.extend(q.iter().map(|&v| v as u8));
         }
     }
@@ -119,7 +135,7 @@ proptest! {
     #[test]
     fn paths_agree_bitwise((t, n, kb, seed, scale) in shape()) {
         let mut rng = Rng(seed | 1);
-        for ty in QUANT.into_iter().chain(FLOAT) {
+        for ty in quant_types().chain(FLOAT) {
             let k = kb * if ty.block_size() == 256 { 256 } else { 64 };
             let w = PackedWeight::new(ty, n, k, &weights(ty, n, k, &mut rng, scale)).unwrap();
             let x = acts(t, k, &mut rng, scale);
@@ -136,7 +152,7 @@ proptest! {
     #[test]
     fn quant_matches_ggml_reference((t, n, kb, seed, scale) in shape()) {
         let mut rng = Rng(seed | 1);
-        for ty in QUANT {
+        for ty in quant_types() {
             let kind = QuantKind::of(ty).unwrap();
             let k = kb * if ty.block_size() == 256 { 256 } else { 64 };
             let bytes = weights(ty, n, k, &mut rng, scale);
@@ -149,7 +165,8 @@ proptest! {
             let nblk = k / kind.block();
             let row_bytes = bytes.len() / n;
             for ti in 0..t {
-                let ga = reference::GgmlActs { q: &q[ti * k..][..k], d: &a.d[ti * nblk..][..nblk] };
+                let s = if w.act_kind() == ActKind::Q8_1 { &a.g[ti * nblk..][..nblk] } else { &[][..] };
+                let ga = reference::GgmlActs { q: &q[ti * k..][..k], d: &a.d[ti * nblk..][..nblk], s };
                 for ni in 0..n {
                     let row = &bytes[ni * row_bytes..][..row_bytes];
                     let want = reference::vec_dot(kind, row, &ga);
@@ -296,6 +313,10 @@ fn act_kinds_pair_as_ggml() {
     assert_eq!(mk(GgmlType::Q6_K), ActKind::Q8K);
     assert_eq!(mk(GgmlType::Q8_0), ActKind::Q8_0);
     assert_eq!(mk(GgmlType::Q4_0), ActKind::Q8_0);
+    assert_eq!(mk(GgmlType::Q2_K), ActKind::Q8KSums16);
+    assert_eq!(mk(GgmlType::Q4_1), ActKind::Q8_1);
+    assert_eq!(mk(GgmlType::IQ4_NL), ActKind::Q8_0);
+    assert_eq!(mk(GgmlType::IQ4_XS), ActKind::Q8K);
     assert_eq!(mk(GgmlType::BF16), ActKind::Float(FloatRound::Bf16));
 }
 
@@ -308,7 +329,7 @@ fn amx_chunks_and_tasks_match_scalar() {
     }
     let mut rng = Rng(0xa3c);
     let (t, n, k) = (70, 150, 256 * 33);
-    for ty in [GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K] {
+    for ty in quant_types().filter(|ty| ty.block_size() == 256) {
         let w = PackedWeight::new(ty, n, k, &weights(ty, n, k, &mut rng, 1.0)).unwrap();
         let x = acts(t, k, &mut rng, 1.0);
         let want = run(Path::Scalar, &w, &x, t);

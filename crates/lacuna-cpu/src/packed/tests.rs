@@ -3,8 +3,10 @@ use super::*;
 #[test]
 fn rejects_bad_inputs_with_typed_errors() {
     assert_eq!(
-        PackedWeight::new(GgmlType::Q2_K, 1, 256, &[0; 84]).unwrap_err(),
-        Error::UnsupportedType { ty: GgmlType::Q2_K }
+        PackedWeight::new(GgmlType::IQ2_XXS, 1, 256, &[0; 66]).unwrap_err(),
+        Error::UnsupportedType {
+            ty: GgmlType::IQ2_XXS
+        }
     );
     assert_eq!(
         PackedWeight::new(GgmlType::Q4_K, 1, 100, &[0; 144]).unwrap_err(),

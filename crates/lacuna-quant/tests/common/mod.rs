@@ -103,6 +103,7 @@ pub(crate) const QUANTIZERS: &[GgmlType] = &[
     GgmlType::IQ4_XS,
     GgmlType::TQ1_0,
     GgmlType::TQ2_0,
+    GgmlType::MXFP4,
 ];
 
 /// Every quantizer but the lossless F32 copy: the types with ggml reference vectors and

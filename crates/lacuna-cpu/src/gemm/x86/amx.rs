@@ -1,10 +1,10 @@
-//! AMX-INT8 microkernel for the K-quants (Q4_K, Q5_K, Q6_K).
+//! AMX-INT8 microkernel for the 256-element formats (Q2_K..Q6_K, IQ4_XS).
 //!
 //! The obstacle on AMX is the integer sub-block scale: `isum = sum_s sc_s * dot_s` needs a
 //! separate 32- (or 16-) wide dot per sub-block, and scaling those per tile on the vector
 //! units costs more than the tile multiply itself. So the scale is folded into the weights
 //! instead: `v = sc * q` is exact in i16 (|v| <= 4096 for every K-quant) and splits into two
-//! int8 planes, `v = 64 * hi + lo` with `lo = v & 63` and `hi = v >> 6`. Then
+//! int8 planes (|v| <= 4096 also for IQ4_XS: 32 * 127), `v = 64 * hi + lo` with `lo = v & 63` and `hi = v >> 6`. Then
 //! `isum = 64 * (x . hi) + (x . lo)` over the whole 256-element block: two `tdpbusd` chains
 //! of full 64-byte depth and one vector epilogue per block instead of one per sub-block.
 //! The integers are the same as on every other path, and so is the f32 fold
@@ -51,7 +51,7 @@ const LINES: usize = 64;
 
 /// Whether the AMX kernel takes this matmul (and so wants [`Acts::tiles`] prepared).
 pub(crate) fn uses_tiles(kind: QuantKind, t: usize) -> bool {
-    matches!(kind, QuantKind::Q4K | QuantKind::Q5K | QuantKind::Q6K) && t >= MIN_TOKENS
+    kind.block() == 256 && t >= MIN_TOKENS
 }
 
 /// The 64-byte tile configuration (`ldtilecfg` operand), palette 1: all 8 tiles 16 x 64 B.
@@ -136,11 +136,11 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
                 // SAFETY: tiles configured above; the caller owns panel p; `facc` holds
                 // out.t rows.
                 unsafe {
-                    match w.kind {
-                        QuantKind::Q6K => {
-                            panel::<16, false>(w, a, p, blocks.clone(), out.t, planes, c, facc)
-                        }
-                        _ => panel::<32, true>(w, a, p, blocks.clone(), out.t, planes, c, facc),
+                    let bl = blocks.clone();
+                    match (w.kind.sub(), w.kind.has_mins()) {
+                        (16, _) => panel::<16, false>(w, a, p, bl, out.t, planes, c, facc),
+                        (_, true) => panel::<32, true>(w, a, p, bl, out.t, planes, c, facc),
+                        _ => panel::<32, false>(w, a, p, bl, out.t, planes, c, facc),
                     }
                 }
             }

@@ -57,18 +57,18 @@ unsafe fn drive<const VNNI: bool>(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
             }
         }};
     }
+    // Wide weights (|q| > 64) would saturate `vpmaddubsw` with biased activations.
+    let sign = !VNNI && w.kind.wide();
     for p in p0..p0 + np {
-        match w.kind {
-            QuantKind::Q4K | QuantKind::Q5K => go!(p, 32, true, true, false),
-            QuantKind::Q6K => go!(p, 16, true, false, false),
-            QuantKind::Q4_0 => go!(p, 32, false, false, false),
-            QuantKind::Q8_0 => {
-                if VNNI {
-                    go!(p, 32, false, false, false)
-                } else {
-                    go!(p, 32, false, false, true)
-                }
+        match (w.kind, sign) {
+            (QuantKind::Q4K | QuantKind::Q5K, _) => go!(p, 32, true, true, false),
+            (QuantKind::Q2K | QuantKind::Q3K | QuantKind::Q6K, _) => {
+                go!(p, 16, true, false, false)
             }
+            (QuantKind::IQ4XS, false) => go!(p, 32, true, false, false),
+            (QuantKind::IQ4XS, true) => go!(p, 32, true, false, true),
+            (_, false) => go!(p, 32, false, false, false),
+            (_, true) => go!(p, 32, false, false, true),
         }
     }
 }
@@ -214,12 +214,57 @@ unsafe fn store_panel<const T: usize>(out: Out, t0: usize, p: usize, rows: &[[__
     }
 }
 
-/// AVX2 + FMA float GEMM over panels `p0..p0 + np`.
+/// The valid columns of panel `p` for rows `t0..t0 + T` (zero in the others).
+///
+/// # Safety
+/// AVX; `t0 + T <= out.t`; panel `p` belongs to the calling task.
+#[inline(always)]
+unsafe fn load_panel<const T: usize>(out: Out, t0: usize, p: usize, rows: &mut [[__m256; T]; 2]) {
+    let valid = out.valid(p);
+    for t in 0..T {
+        let mut tmp = [0.0f32; PANEL];
+        // SAFETY: row t0 + t exists and panel p is ours; at most `valid` columns read.
+        unsafe {
+            std::ptr::copy_nonoverlapping(out.at(t0 + t, p), tmp.as_mut_ptr(), valid);
+            rows[0][t] = _mm256_loadu_ps(tmp.as_ptr());
+            rows[1][t] = _mm256_loadu_ps(tmp.as_ptr().add(8));
+        }
+    }
+}
+
+/// AVX2 + FMA float GEMM over panels `p0..p0 + np` (added to `out` when `accumulate`).
 ///
 /// # Safety
 /// See [`crate::gemm::FloatKernel`]; needs AVX2 + FMA.
 #[target_feature(enable = "avx2,fma")]
-pub(crate) unsafe fn float_panels(w: &FloatPacked, x: &[f32], p0: usize, np: usize, out: Out) {
+pub(crate) unsafe fn float_panels(
+    w: &FloatPacked,
+    x: &[f32],
+    p0: usize,
+    np: usize,
+    out: Out,
+    accumulate: bool,
+) {
+    if accumulate {
+        // SAFETY: same contract.
+        return unsafe { float_panels_as::<true>(w, x, p0, np, out) };
+    }
+    // SAFETY: same contract.
+    unsafe { float_panels_as::<false>(w, x, p0, np, out) }
+}
+
+/// [`float_panels`] with the accumulate choice made at compile time.
+///
+/// # Safety
+/// As [`float_panels`].
+#[target_feature(enable = "avx2,fma")]
+unsafe fn float_panels_as<const ACC: bool>(
+    w: &FloatPacked,
+    x: &[f32],
+    p0: usize,
+    np: usize,
+    out: Out,
+) {
     for p in p0..p0 + np {
         let mut t0 = 0;
         while t0 < out.t {
@@ -227,10 +272,10 @@ pub(crate) unsafe fn float_panels(w: &FloatPacked, x: &[f32], p0: usize, np: usi
             // SAFETY: the caller's contract; tile bounds checked here.
             unsafe {
                 match tt {
-                    4 => ftile::<4>(w, x, p, t0, out),
-                    3 => ftile::<3>(w, x, p, t0, out),
-                    2 => ftile::<2>(w, x, p, t0, out),
-                    _ => ftile::<1>(w, x, p, t0, out),
+                    4 => ftile::<4, ACC>(w, x, p, t0, out),
+                    3 => ftile::<3, ACC>(w, x, p, t0, out),
+                    2 => ftile::<2, ACC>(w, x, p, t0, out),
+                    _ => ftile::<1, ACC>(w, x, p, t0, out),
                 }
             }
             t0 += tt;
@@ -241,12 +286,22 @@ pub(crate) unsafe fn float_panels(w: &FloatPacked, x: &[f32], p0: usize, np: usi
 /// # Safety
 /// AVX2 + FMA; `p < w.panels`, `t0 + T <= out.t`, `x` is `out.t x w.k`.
 #[target_feature(enable = "avx2,fma")]
-unsafe fn ftile<const T: usize>(w: &FloatPacked, x: &[f32], p: usize, t0: usize, out: Out) {
+unsafe fn ftile<const T: usize, const ACC: bool>(
+    w: &FloatPacked,
+    x: &[f32],
+    p: usize,
+    t0: usize,
+    out: Out,
+) {
     let k = w.k;
     debug_assert!(p < w.panels && x.len() >= (t0 + T) * k);
     let wp = w.w[p * PANEL * k..].as_ptr();
     let xp: [*const f32; T] = std::array::from_fn(|t| x[(t0 + t) * k..].as_ptr());
     let mut acc = [[_mm256_setzero_ps(); T]; 2];
+    if ACC {
+        // SAFETY: as for the store below.
+        unsafe { load_panel(out, t0, p, &mut acc) };
+    }
     for kk in 0..k {
         // SAFETY: kk < k: one 16-float line of the panel and one float per token row.
         unsafe {

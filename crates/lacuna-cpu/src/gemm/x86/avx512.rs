@@ -50,8 +50,15 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
     }
     match w.kind {
         QuantKind::Q4K | QuantKind::Q5K => go!(32, true, true),
-        QuantKind::Q6K => go!(16, true, false),
-        QuantKind::Q8_0 | QuantKind::Q4_0 => go!(32, false, false),
+        QuantKind::Q2K | QuantKind::Q3K | QuantKind::Q6K => go!(16, true, false),
+        QuantKind::IQ4XS => go!(32, true, false),
+        QuantKind::Q8_0
+        | QuantKind::Q4_0
+        | QuantKind::Q4_1
+        | QuantKind::Q5_0
+        | QuantKind::Q5_1
+        | QuantKind::IQ4NL
+        | QuantKind::MXFP4 => go!(32, false, false),
     }
 }
 
@@ -236,30 +243,75 @@ unsafe fn store_panel(out: Out, t0: usize, p: usize, rows: &[__m512]) {
     }
 }
 
-/// AVX-512 float GEMM over panels `p0..p0 + np`.
+/// The valid columns of panel `p` for rows `t0..t0 + rows.len()` (zero in the others).
+///
+/// # Safety
+/// AVX-512 F; the rows exist and panel `p` belongs to the calling task.
+#[inline(always)]
+unsafe fn load_panel(out: Out, t0: usize, p: usize, rows: &mut [__m512]) {
+    let valid = out.valid(p);
+    let mask: __mmask16 = if valid == PANEL {
+        !0
+    } else {
+        (1u16 << valid) - 1
+    };
+    for (t, v) in rows.iter_mut().enumerate() {
+        // SAFETY: row t0 + t exists; the mask limits the read to the valid columns.
+        *v = unsafe { _mm512_maskz_loadu_ps(mask, out.at(t0 + t, p)) };
+    }
+}
+
+/// AVX-512 float GEMM over panels `p0..p0 + np` (added to `out` when `accumulate`).
 ///
 /// # Safety
 /// See [`crate::gemm::FloatKernel`]; needs AVX-512 F.
 #[target_feature(enable = "avx512f")]
-pub(crate) unsafe fn float_panels(w: &FloatPacked, x: &[f32], p0: usize, np: usize, out: Out) {
+pub(crate) unsafe fn float_panels(
+    w: &FloatPacked,
+    x: &[f32],
+    p0: usize,
+    np: usize,
+    out: Out,
+    accumulate: bool,
+) {
+    if accumulate {
+        // SAFETY: same contract.
+        return unsafe { float_panels_as::<true>(w, x, p0, np, out) };
+    }
+    // SAFETY: same contract.
+    unsafe { float_panels_as::<false>(w, x, p0, np, out) }
+}
+
+/// [`float_panels`] with the accumulate choice made at compile time.
+///
+/// # Safety
+/// As [`float_panels`].
+#[target_feature(enable = "avx512f")]
+unsafe fn float_panels_as<const ACC: bool>(
+    w: &FloatPacked,
+    x: &[f32],
+    p0: usize,
+    np: usize,
+    out: Out,
+) {
     let mut t0 = 0;
     while t0 < out.t {
         let tt = (out.t - t0).min(TF);
         // SAFETY: same contract as this function; tile bounds checked here.
         unsafe {
             match (np, tt) {
-                (2, 6) => ftile::<2, 6>(w, x, p0, t0, out),
-                (2, 5) => ftile::<2, 5>(w, x, p0, t0, out),
-                (2, 4) => ftile::<2, 4>(w, x, p0, t0, out),
-                (2, 3) => ftile::<2, 3>(w, x, p0, t0, out),
-                (2, 2) => ftile::<2, 2>(w, x, p0, t0, out),
-                (2, _) => ftile::<2, 1>(w, x, p0, t0, out),
-                (_, 6) => ftile::<1, 6>(w, x, p0, t0, out),
-                (_, 5) => ftile::<1, 5>(w, x, p0, t0, out),
-                (_, 4) => ftile::<1, 4>(w, x, p0, t0, out),
-                (_, 3) => ftile::<1, 3>(w, x, p0, t0, out),
-                (_, 2) => ftile::<1, 2>(w, x, p0, t0, out),
-                (_, _) => ftile::<1, 1>(w, x, p0, t0, out),
+                (2, 6) => ftile::<2, 6, ACC>(w, x, p0, t0, out),
+                (2, 5) => ftile::<2, 5, ACC>(w, x, p0, t0, out),
+                (2, 4) => ftile::<2, 4, ACC>(w, x, p0, t0, out),
+                (2, 3) => ftile::<2, 3, ACC>(w, x, p0, t0, out),
+                (2, 2) => ftile::<2, 2, ACC>(w, x, p0, t0, out),
+                (2, _) => ftile::<2, 1, ACC>(w, x, p0, t0, out),
+                (_, 6) => ftile::<1, 6, ACC>(w, x, p0, t0, out),
+                (_, 5) => ftile::<1, 5, ACC>(w, x, p0, t0, out),
+                (_, 4) => ftile::<1, 4, ACC>(w, x, p0, t0, out),
+                (_, 3) => ftile::<1, 3, ACC>(w, x, p0, t0, out),
+                (_, 2) => ftile::<1, 2, ACC>(w, x, p0, t0, out),
+                (_, _) => ftile::<1, 1, ACC>(w, x, p0, t0, out),
             }
         }
         t0 += tt;
@@ -269,7 +321,7 @@ pub(crate) unsafe fn float_panels(w: &FloatPacked, x: &[f32], p0: usize, np: usi
 /// # Safety
 /// AVX-512 F; `p0 + R <= w.panels`, `t0 + T <= out.t`, `x` is `out.t x w.k`.
 #[target_feature(enable = "avx512f")]
-unsafe fn ftile<const R: usize, const T: usize>(
+unsafe fn ftile<const R: usize, const T: usize, const ACC: bool>(
     w: &FloatPacked,
     x: &[f32],
     p0: usize,
@@ -281,6 +333,12 @@ unsafe fn ftile<const R: usize, const T: usize>(
     let wp: [*const f32; R] = std::array::from_fn(|r| w.w[(p0 + r) * PANEL * k..].as_ptr());
     let xp: [*const f32; T] = std::array::from_fn(|t| x[(t0 + t) * k..].as_ptr());
     let mut acc = [[_mm512_setzero_ps(); T]; R];
+    if ACC {
+        for (r, rows) in acc.iter_mut().enumerate() {
+            // SAFETY: as for the store below.
+            unsafe { load_panel(out, t0, p0 + r, rows) };
+        }
+    }
     for kk in 0..k {
         // SAFETY: kk < k: one 16-float line per panel and one float per token row.
         unsafe {

@@ -110,6 +110,14 @@ pub enum Error {
     /// A CPU kernel rejected its arguments.
     #[error("CPU kernel: {0}")]
     Cpu(#[from] lacuna_cpu::Error),
+    /// A tensor's data could not be decoded.
+    #[error("tensor {name}: {source}")]
+    Decode {
+        /// The tensor (and row) being decoded.
+        name: String,
+        /// What `lacuna-quant` found wrong.
+        source: lacuna_quant::Error,
+    },
     /// The fixture generator was asked for something it cannot build.
     #[error("fixture: {0}")]
     Fixture(&'static str),

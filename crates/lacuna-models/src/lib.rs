@@ -16,7 +16,6 @@ mod arch;
 pub mod backend;
 mod config;
 mod cpu;
-mod dequant;
 mod error;
 pub mod fixture;
 mod model;

@@ -11,7 +11,7 @@ use lacuna_sampler::Pass;
 use crate::backend::{AttnShape, Backend, RopeParams};
 use crate::cpu::CpuBackend;
 use crate::weights::{Ffn, Linear, Loader, Weights};
-use crate::{Arch, Config, Error, Result, dequant};
+use crate::{Arch, Config, Error, Result};
 
 mod moe;
 
@@ -122,11 +122,11 @@ impl<B: Backend> Model<B> {
         let embd = loader
             .checked("token_embd.weight", &[config.n_embd, config.n_vocab])?
             .clone();
-        if !dequant::supports(embd.ty) {
+        if !lacuna_quant::can_dequantize(embd.ty) {
             return Err(Error::TensorType {
                 name: embd.name,
                 ty: embd.ty,
-                supported: dequant::SUPPORTED,
+                supported: crate::weights::MATRIX_TYPES,
             });
         }
         let weights = loader.load(&config)?;
@@ -335,13 +335,19 @@ impl<B: Backend> Model<B> {
         };
         let clock = Instant::now();
 
-        // Embedding rows (ggml get_rows: dequantized to f32).
+        // Embedding rows (ggml get_rows: dequantized to f32 by lacuna-quant, bit-exact).
         let x = buf(&mut s.x, t * d);
         let row_bytes = self.embd.ty.row_bytes(d as u64).unwrap_or(0) as usize;
         let table = self.file.info_data(&self.embd);
         for (xr, &tok) in x.chunks_exact_mut(d).zip(&tokens[window.clone()]) {
             let at = tok as usize * row_bytes;
-            dequant::dequantize_row(self.embd.ty, &table[at..at + row_bytes], xr);
+            // The type was checked at load and the row length is the tensor's own.
+            lacuna_quant::dequantize_row(self.embd.ty, &table[at..at + row_bytes], xr).map_err(
+                |source| Error::Decode {
+                    name: format!("token_embd.weight (row {tok})"),
+                    source,
+                },
+            )?;
         }
         let mut other = clock.elapsed();
         let (mut gemm, mut attention) = (Duration::ZERO, Duration::ZERO);

@@ -4,7 +4,6 @@
 use lacuna_gguf::{GgufFile, TensorInfo};
 
 use crate::backend::Backend;
-use crate::dequant;
 use crate::{Config, Error, MoeConfig, Result};
 
 /// A projection: a prepared weight and an optional f32 bias.
@@ -62,6 +61,12 @@ pub(crate) struct Weights<W> {
     pub(crate) output: Linear<W>,
 }
 
+/// The weight types every matrix may have, for error messages: the types of every
+/// llama-quantize preset from Q2_K to Q8_0, IQ4_NL, IQ4_XS and MXFP4_MOE.
+pub(crate) const MATRIX_TYPES: &str = "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_K, q3_K, \
+     q4_K, q5_K, q6_K, iq4_nl, iq4_xs, mxfp4: every llama-quantize preset but the IQ1_*, IQ2_* \
+     and IQ3_* ones, whose kernels Lacuna does not have yet";
+
 pub(crate) struct Loader<'a, B: Backend> {
     pub(crate) file: &'a GgufFile,
     pub(crate) backend: &'a B,
@@ -94,7 +99,7 @@ impl<B: Backend> Loader<'_, B> {
     /// A 1-D f32 vector (norm weight or bias) of `n` elements.
     fn vector(&self, name: &str, n: usize) -> Result<Vec<f32>> {
         let info = self.checked(name, &[n])?;
-        if !dequant::supports(info.ty) || info.ty.block_size() != 1 {
+        if info.ty.block_size() != 1 || !lacuna_quant::can_dequantize(info.ty) {
             return Err(Error::TensorType {
                 name: name.to_string(),
                 ty: info.ty,
@@ -102,7 +107,12 @@ impl<B: Backend> Loader<'_, B> {
             });
         }
         let mut out = vec![0.0; n];
-        dequant::dequantize_row(info.ty, self.file.info_data(info), &mut out);
+        lacuna_quant::dequantize_row(info.ty, self.file.info_data(info), &mut out).map_err(
+            |source| Error::Decode {
+                name: name.to_string(),
+                source,
+            },
+        )?;
         Ok(out)
     }
 
@@ -138,7 +148,7 @@ impl<B: Backend> Loader<'_, B> {
                 Error::Cpu(lacuna_cpu::Error::UnsupportedType { .. }) => Error::TensorType {
                     name: name.to_string(),
                     ty: info.ty,
-                    supported: "f32, f16, bf16, q8_0, q4_0, q4_K, q5_K, q6_K",
+                    supported: MATRIX_TYPES,
                 },
                 other => other,
             })

@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
-use lacuna_models::Arch;
-use lacuna_models::fixture::{FixtureSpec, QuantMix, Shape, build};
+use lacuna_models::fixture::{FixtureSpec, QuantMix, Shape, build, build_preset};
+use lacuna_models::{Arch, Preset};
 
 /// Arguments of `lacuna fixture`.
 #[derive(clap::Args)]
@@ -18,9 +18,14 @@ pub(crate) struct FixtureArgs {
     /// Transformer blocks.
     #[arg(long, default_value_t = 2)]
     layers: usize,
-    /// Weight types: f32, f16, bf16, q8_0, q4_k_m.
+    /// Weight types drawn directly in the quantized domain: f32, f16, bf16, q8_0, q4_k_m.
     #[arg(long, default_value = "f32")]
     quant: String,
+    /// Instead: F32 weights quantized under this llama-quantize preset (Q2_K, Q3_K_S,
+    /// Q3_K_M, Q3_K_L, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M, Q6_K, Q8_0,
+    /// IQ4_NL, IQ4_XS, MXFP4_MOE), as llama-quantize would.
+    #[arg(long, conflicts_with = "quant")]
+    preset: Option<String>,
     /// Leave out `output.weight` (the LM head is then the token embedding).
     #[arg(long)]
     tied: bool,
@@ -50,15 +55,23 @@ pub(crate) fn run(a: FixtureArgs) -> Result<()> {
     let mut spec = FixtureSpec::new(arch, shape, a.layers, quant);
     spec.tied = a.tied;
     spec.seed = a.seed;
-    let writer = build(&spec)?;
+    let (writer, what) = match &a.preset {
+        Some(name) => {
+            let preset = Preset::from_name(name).with_context(|| {
+                let all: Vec<_> = Preset::ALL.iter().map(|p| p.name()).collect();
+                format!("unknown --preset {name:?} ({})", all.join(", "))
+            })?;
+            (build_preset(&spec, preset)?, preset.name())
+        }
+        None => (build(&spec)?, quant.name()),
+    };
     writer
         .write_file(&a.out)
         .with_context(|| format!("writing {}", a.out.display()))?;
     eprintln!(
-        "wrote {} ({arch}, {} layers, {})",
+        "wrote {} ({arch}, {} layers, {what})",
         a.out.display(),
         a.layers,
-        quant.name()
     );
     Ok(())
 }

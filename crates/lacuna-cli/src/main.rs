@@ -13,6 +13,7 @@ mod inspect;
 mod list;
 mod logits;
 mod pull;
+mod quantize;
 mod run;
 mod serve;
 mod tokenize;
@@ -39,6 +40,8 @@ enum Command {
     Doctor(doctor::DoctorArgs),
     /// Write a deterministic random-weight GGUF fixture (llada, dream, llada-moe).
     Fixture(fixture::FixtureArgs),
+    /// Quantize an F32/F16/BF16 GGUF under a llama-quantize preset (no importance matrix).
+    Quantize(quantize::QuantizeArgs),
     /// Write raw f32 logits of every position of one non-causal forward pass.
     Logits(logits::LogitsArgs),
     /// Time the forward pass over a canvas.
@@ -81,6 +84,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Serve(args) => serve::run(args),
         Command::Doctor(args) => doctor::run(args),
         Command::Fixture(args) => fixture::run(args),
+        Command::Quantize(args) => quantize::run(args),
         Command::Logits(args) => logits::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Inspect(args) => inspect::run_inspect(args),

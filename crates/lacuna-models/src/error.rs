@@ -118,6 +118,17 @@ pub enum Error {
         /// What `lacuna-quant` found wrong.
         source: lacuna_quant::Error,
     },
+    /// Quantizing needs float weights.
+    #[error(
+        "tensor {name} is already {ty}; quantize from an F32, F16 or BF16 file (requantizing \
+         loses precision twice)"
+    )]
+    AlreadyQuantized {
+        /// The tensor.
+        name: String,
+        /// Its type.
+        ty: GgmlType,
+    },
     /// The fixture generator was asked for something it cannot build.
     #[error("fixture: {0}")]
     Fixture(&'static str),

@@ -503,5 +503,17 @@ pub fn build(spec: &FixtureSpec) -> Result<GgufWriter> {
     Ok(w)
 }
 
+/// The fixture of `spec` with F32 weights, quantized under `preset` the way llama-quantize
+/// does it (its type per tensor, ggml's reference quantizers): the files people publish,
+/// at fixture sizes. `spec.quant` is ignored.
+pub fn build_preset(spec: &FixtureSpec, preset: crate::Preset) -> Result<GgufWriter> {
+    let f32_spec = FixtureSpec {
+        quant: QuantMix::F32,
+        ..spec.clone()
+    };
+    let file = lacuna_gguf::GgufFile::from_vec(build(&f32_spec)?.to_vec()?)?;
+    crate::quantize(&file, preset)
+}
+
 #[cfg(test)]
 mod tests;

@@ -19,6 +19,8 @@ mod cpu;
 mod error;
 pub mod fixture;
 mod model;
+pub mod preset;
+mod quantize;
 mod weights;
 
 pub use arch::{Arch, RopeStyle};
@@ -27,3 +29,5 @@ pub use config::{Config, MoeConfig};
 pub use cpu::CpuBackend;
 pub use error::{Error, Result};
 pub use model::{KvCache, Model, PartTimes};
+pub use preset::Preset;
+pub use quantize::quantize;

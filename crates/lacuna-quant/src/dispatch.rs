@@ -135,6 +135,26 @@ pub fn quantize_row(ty: GgmlType, src: &[f32], dst: &mut [u8]) -> Result<(), Err
     quant_blocks!(ty, run, Err(Error::Unsupported { ty, op: "quantize" }))
 }
 
+/// Quantizes one row as `ggml_quantize_chunk` does without an importance matrix — what
+/// llama-quantize writes into files. The same bytes as [`quantize_row`] for every type but
+/// IQ4_NL, whose chunk quantizer (`quantize_iq4_nl`) searches 15 scales where
+/// `quantize_row_iq4_nl_ref` tries one.
+pub fn quantize_row_chunk(ty: GgmlType, src: &[f32], dst: &mut [u8]) -> Result<(), Error> {
+    if ty != GgmlType::IQ4_NL {
+        return quantize_row(ty, src, dst);
+    }
+    let nb = blocks_of(ty, src.len())?;
+    check_len(ty, "destination", "bytes", nb * ty.type_size(), dst.len())?;
+    for (x, out) in src
+        .chunks_exact(32)
+        .zip(dst.chunks_exact_mut(ty.type_size()))
+    {
+        let x: &[f32; 32] = x.try_into().expect("chunks of 32");
+        out.copy_from_slice(bytemuck::bytes_of(&BlockIQ4NL::quantize_chunk(x)));
+    }
+    Ok(())
+}
+
 /// Scalar dot product of `n` elements: `x` of type `ty`, `y` of type
 /// [`vec_dot_type`]`(ty)` (ggml's `vec_dot`).
 ///

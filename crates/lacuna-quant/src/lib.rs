@@ -52,7 +52,8 @@ pub use block::{
     quantize_blocks, vec_dot_blocks,
 };
 pub use dispatch::{
-    can_dequantize, can_quantize, dequantize_row, quantize_row, vec_dot, vec_dot_type,
+    can_dequantize, can_quantize, dequantize_row, quantize_row, quantize_row_chunk, vec_dot,
+    vec_dot_type,
 };
 pub use error::Error;
 pub use iq4::{BlockIQ4NL, BlockIQ4XS, KVALUES_IQ4NL};

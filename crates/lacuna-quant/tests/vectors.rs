@@ -127,3 +127,31 @@ fn every_supported_type_has_reference_vectors() {
         );
     }
 }
+
+/// IQ4_NL through the chunk quantizer llama-quantize calls (`quantize_iq4_nl`, no imatrix).
+/// Inputs whose every element is tiny or non-finite are skipped: ggml's search then runs on
+/// NaN scales, which no weight file holds.
+#[test]
+fn chunk_quantize_matches_ggml_quantize_iq4_nl() {
+    let x = f32s(&data("chunk_iq4_nl.in.f32"));
+    let expected = data("chunk_iq4_nl.out");
+    let mut out = vec![0u8; expected.len()];
+    lacuna_quant::quantize_row_chunk(GgmlType::IQ4_NL, &x, &mut out).unwrap();
+    let bad: Vec<usize> = (0..expected.len() / 18)
+        .filter(|&b| x[32 * b..32 * b + 32].iter().all(|v| v.is_finite()))
+        .filter(|&b| out[18 * b..18 * b + 18] != expected[18 * b..18 * b + 18])
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "blocks {bad:?} differ from ggml's quantize_iq4_nl"
+    );
+    // The other types: the chunk quantizer is the row quantizer.
+    let x = f32s(&data("q_q4_K.in.f32"));
+    let (mut a, mut b) = (
+        vec![0u8; x.len() / 256 * 144],
+        vec![0u8; x.len() / 256 * 144],
+    );
+    lacuna_quant::quantize_row_chunk(GgmlType::Q4_K, &x, &mut a).unwrap();
+    quantize_row(GgmlType::Q4_K, &x, &mut b).unwrap();
+    assert_eq!(a, b);
+}

@@ -30,6 +30,26 @@ pub(crate) fn system_info() -> String {
     unsafe { CStr::from_ptr(sys::llama_print_system_info()) }.to_string_lossy().into_owned()
 }
 
+/// `llama_model_quantize(inp, out, params)` with llama-quantize's defaults and `ftype`.
+pub(crate) fn quantize(inp: &Path, out: &Path, ftype: u32, threads: i32) -> Result<()> {
+    let cstr = |p: &Path| -> Result<CString> {
+        CString::new(p.to_str().context("path is not UTF-8")?).context("path contains NUL")
+    };
+    let (inp, out) = (cstr(inp)?, cstr(out)?);
+    // SAFETY: the default params are plain data (null pointers for imatrix and overrides);
+    // both paths are valid NUL-terminated strings that outlive the call.
+    let rc = unsafe {
+        let mut params = sys::llama_model_quantize_default_params();
+        params.nthread = threads;
+        params.ftype = ftype as sys::llama_ftype;
+        sys::llama_model_quantize(inp.as_ptr(), out.as_ptr(), &params)
+    };
+    if rc != 0 {
+        bail!("llama_model_quantize failed ({rc}); rerun with --verbose for its log");
+    }
+    Ok(())
+}
+
 /// A loaded model (or vocabulary only); freed on drop.
 pub(crate) struct Model {
     ptr: *mut sys::llama_model,

@@ -1,7 +1,8 @@
 //! `llama-oracle`: llama.cpp (through `llama-cpp-sys-2`) as the reference Lacuna is checked
-//! against. Four subcommands: `tokenize` (token ids and detokenized text), `logits` (one
-//! non-causal forward pass, all positions), `bench` (timing of that forward pass) and
-//! `generate` (end-to-end timing of `llama-diffusion-cli`'s uncached loop).
+//! against. Five subcommands: `tokenize` (token ids and detokenized text), `logits` (one
+//! non-causal forward pass, all positions), `bench` (timing of that forward pass),
+//! `generate` (end-to-end timing of `llama-diffusion-cli`'s uncached loop) and `quantize`
+//! (`llama-quantize` without an importance matrix: the presets people publish).
 //!
 //! This is a tool, not a library: it talks to the raw FFI and keeps every `unsafe` call in
 //! the small wrappers of `ffi.rs`.
@@ -110,6 +111,21 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// `llama_model_quantize` as `llama-quantize IN OUT PRESET` runs it (no imatrix).
+    Quantize {
+        /// Input GGUF (F32/F16/BF16 weights).
+        #[arg(long)]
+        model: PathBuf,
+        /// Output GGUF.
+        #[arg(long)]
+        out: PathBuf,
+        /// Preset name as llama-quantize spells it, e.g. `Q4_K_M`, `IQ4_XS`, `MXFP4_MOE`.
+        #[arg(long)]
+        preset: String,
+        /// Quantization threads.
+        #[arg(long, default_value_t = 2)]
+        threads: i32,
+    },
 }
 
 fn main() {
@@ -134,6 +150,9 @@ fn run(command: Command) -> Result<()> {
         }
         Command::Generate { model, prompt_tokens, gen_length, steps, block_length, threads, json } => {
             generate(&model, prompt_tokens, gen_length, steps, block_length, threads, json)
+        }
+        Command::Quantize { model, out, preset, threads } => {
+            ffi::quantize(&model, &out, preset_ftype(&preset)?, threads)
         }
     }
 }
@@ -442,4 +461,32 @@ fn generate(
         );
     }
     Ok(())
+}
+
+/// `llama_ftype` of a llama-quantize preset name (the values of `llama.h`).
+fn preset_ftype(name: &str) -> Result<u32> {
+    const PRESETS: [(&str, u32); 17] = [
+        ("Q4_0", 2),
+        ("Q4_1", 3),
+        ("Q8_0", 7),
+        ("Q5_0", 8),
+        ("Q5_1", 9),
+        ("Q2_K", 10),
+        ("Q3_K_S", 11),
+        ("Q3_K_M", 12),
+        ("Q3_K_L", 13),
+        ("Q4_K_S", 14),
+        ("Q4_K_M", 15),
+        ("Q5_K_S", 16),
+        ("Q5_K_M", 17),
+        ("Q6_K", 18),
+        ("IQ4_NL", 25),
+        ("IQ4_XS", 30),
+        ("MXFP4_MOE", 38),
+    ];
+    PRESETS
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|&(_, f)| f)
+        .with_context(|| format!("unknown preset {name}"))
 }

@@ -108,6 +108,26 @@ impl QuantizeBlock<32> for BlockIQ4NL {
     }
 }
 
+impl BlockIQ4NL {
+    /// `quantize_iq4_nl` without importance weights (`ggml_quantize_chunk`, what
+    /// llama-quantize writes): the search with `ntry = 7`, then every index re-derived from
+    /// the unrounded scale (all nearest-0 for a block below `GROUP_MAX_EPS`, `d = 0`).
+    pub fn quantize_chunk(x: &[f32; 32]) -> Self {
+        let mut l = [0u8; 32];
+        let d = search(x, &mut l, 7).unwrap_or(0.0);
+        let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+        for (li, &v) in l.iter_mut().zip(x) {
+            *li = best_index(id * v);
+        }
+        let mut y = Self {
+            d: fp32_to_fp16(d),
+            qs: [0; 16],
+        };
+        pack(&l, &mut y.qs);
+        y
+    }
+}
+
 impl QuantizeBlock<QK_K> for BlockIQ4XS {
     /// `quantize_row_iq4_xs_ref`: per sub-block search with `ntry = 7`, sub-block scales to
     /// 6 bits against `d = -max_scale / 32`, indices recomputed from the rounded scales.

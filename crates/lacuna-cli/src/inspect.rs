@@ -117,6 +117,7 @@ fn to_text(f: &GgufFile, args: &InspectArgs) -> String {
         f.alignment(),
         f.data_offset()
     );
+    let _ = write!(s, "\n{}", crate::quant_summary::text(f));
     let md = f.metadata();
     let _ = writeln!(s, "\nmetadata ({} keys):", md.len());
     let key_width = md.iter().map(|(k, _)| k.len()).max().unwrap_or(0).min(48);
@@ -285,6 +286,7 @@ fn to_json(f: &GgufFile, args: &InspectArgs) -> Json {
             "value": value_json(v, args.array_items),
         })).collect::<Vec<_>>(),
         "tensors": f.tensors().iter().map(tensor_json).collect::<Vec<_>>(),
+        "quantization": crate::quant_summary::json(f),
         "totals": {
             "tensors": f.tensors().len(),
             "parameters": by_type.values().map(|v| v.1).sum::<u64>(),

@@ -13,6 +13,7 @@ mod inspect;
 mod list;
 mod logits;
 mod pull;
+mod quant_summary;
 mod quantize;
 mod run;
 mod serve;

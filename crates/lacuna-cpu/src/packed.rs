@@ -84,9 +84,7 @@ impl PackedWeight {
                 detail: "n and k must be non-zero",
             });
         }
-        let supported = QuantKind::of(ty).is_some()
-            || matches!(ty, GgmlType::F32 | GgmlType::F16 | GgmlType::BF16);
-        if !supported {
+        if !PackedWeight::supports(ty) {
             return Err(Error::UnsupportedType { ty });
         }
         let block = ty.block_size();
@@ -110,6 +108,11 @@ impl PackedWeight {
             None => Inner::Float(pack_float(ty, n, k, bytes)),
         };
         Ok(PackedWeight { ty, n, k, inner })
+    }
+
+    /// Whether [`PackedWeight::new`] takes weights of type `ty`.
+    pub fn supports(ty: GgmlType) -> bool {
+        QuantKind::of(ty).is_some() || matches!(ty, GgmlType::F32 | GgmlType::F16 | GgmlType::BF16)
     }
 
     /// The weight type as found in the file.

@@ -113,6 +113,12 @@ pub fn file_type_name(ftype: u32) -> Option<&'static str> {
     }
 }
 
+/// Whether the CPU backend multiplies by matrices of type `ty` (every type of the presets
+/// above, and F32/F16/BF16).
+pub fn matrix_type_runs(ty: GgmlType) -> bool {
+    lacuna_cpu::PackedWeight::supports(ty)
+}
+
 /// llama-quantize's tensor categories (`tensor_get_category`), by name substring.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Category {

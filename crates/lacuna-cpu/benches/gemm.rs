@@ -50,8 +50,15 @@ fn weight_bytes(ty: GgmlType, n: usize, k: usize) -> Vec<u8> {
             .for_each(|c| c.copy_from_slice(&small)),
         _ => {
             let offsets: &[usize] = match ty {
-                GgmlType::Q4_K | GgmlType::Q5_K => &[0, 2],
+                GgmlType::Q4_K | GgmlType::Q5_K | GgmlType::Q4_1 | GgmlType::Q5_1 => &[0, 2],
                 GgmlType::Q6_K => &[208],
+                GgmlType::Q3_K => &[108],
+                GgmlType::Q2_K => &[80, 82],
+                // The E8M0 exponent byte: 2^(120 - 128) per level.
+                GgmlType::MXFP4 => {
+                    bytes.chunks_exact_mut(17).for_each(|b| b[0] = 120);
+                    &[]
+                }
                 _ => &[0],
             };
             for b in bytes.chunks_exact_mut(ty.type_size()) {

@@ -2,22 +2,14 @@
 //! inspect`, through the built binary; a file of a type Lacuna cannot multiply by is a
 //! one-line error naming the tensor, its type and what works.
 
+mod common;
+
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
+
+use common::{lacuna, stderr};
 
 use lacuna_gguf::{GgmlType, GgufFile, GgufWriter};
-
-fn lacuna(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lacuna"))
-        .args(args)
-        .env_remove("RUST_LOG")
-        .output()
-        .unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 fn ok(o: Output) -> Output {
     assert!(o.status.success(), "{}", stderr(&o));

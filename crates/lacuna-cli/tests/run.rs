@@ -1,20 +1,12 @@
 //! The `run`, `chat`, `doctor` and generate-`bench` commands, through the built binary:
 //! exit codes, one-line errors, and the shape of the JSON they print.
 
+mod common;
+
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
-fn lacuna(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lacuna"))
-        .args(args)
-        .env_remove("RUST_LOG")
-        .output()
-        .unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use common::{lacuna, stderr};
 
 /// Asserts exit code 1 and a single `error:` line containing every `needle`.
 fn assert_one_line_error(o: &Output, needles: &[&str]) {

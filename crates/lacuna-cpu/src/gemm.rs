@@ -99,7 +99,7 @@ pub fn matmul_on(
     match &w.inner {
         Inner::Quant(q) => {
             let kernel = quant_kernel(path);
-            let fkernel = float_kernel(path);
+            let fkernel = float_kernel(path, true);
             for_tasks(q.panels, per_task, |p0, np| {
                 // SAFETY: the path is available (checked above); each task writes only
                 // the columns of its own panels (see `Out`).
@@ -108,16 +108,16 @@ pub fn matmul_on(
                 if let Some(m) = &q.affine {
                     for p in (p0..p0 + np).step_by(2) {
                         // SAFETY: as above; the float kernels take one or two panels.
-                        unsafe { fkernel(m, &acts.g, p, (p0 + np - p).min(2), out, true) }
+                        unsafe { fkernel(m, &acts.g, p, (p0 + np - p).min(2), out) }
                     }
                 }
             });
         }
         Inner::Float(f) => {
-            let kernel = float_kernel(path);
+            let kernel = float_kernel(path, false);
             for_tasks(f.panels, 2, |p0, np| {
                 // SAFETY: as above.
-                unsafe { kernel(f, &acts.f, p0, np, out, false) }
+                unsafe { kernel(f, &acts.f, p0, np, out) }
             });
         }
     }
@@ -143,12 +143,12 @@ pub(crate) fn float_serial(
         n,
         t,
     };
-    let kernel = float_kernel(path);
+    let kernel = float_kernel(path, false);
     for p0 in (0..n.div_ceil(PANEL)).step_by(2) {
         let np = (n.div_ceil(PANEL) - p0).min(2);
         // SAFETY: the path is available and the lengths were checked above; this thread is
         // the only writer of `y`.
-        unsafe { kernel(w, x, p0, np, out, false) };
+        unsafe { kernel(w, x, p0, np, out) };
     }
 }
 
@@ -182,9 +182,9 @@ fn for_tasks(panels: usize, per_task: usize, f: impl Fn(usize, usize) + Sync) {
 /// these panels in `out` meanwhile.
 pub(crate) type QuantKernel = unsafe fn(&QuantPacked, &Acts, usize, usize, Out);
 /// A float-GEMM kernel (same contract as [`QuantKernel`]; activations `[t][k]`).
-/// With `accumulate`, the products are added to what `out` holds (the float offsets of
-/// Q2_K/Q4_1/Q5_1 after their integer part); otherwise `out` is overwritten.
-pub(crate) type FloatKernel = unsafe fn(&FloatPacked, &[f32], usize, usize, Out, bool);
+/// Each kernel comes in two forms: one overwriting `out`, one adding to what it holds (the
+/// float offsets of Q2_K/Q4_1/Q5_1 after their integer part); see [`float_kernel`].
+pub(crate) type FloatKernel = unsafe fn(&FloatPacked, &[f32], usize, usize, Out);
 
 fn quant_kernel(path: Path) -> QuantKernel {
     match path {
@@ -200,13 +200,19 @@ fn quant_kernel(path: Path) -> QuantKernel {
     }
 }
 
-fn float_kernel(path: Path) -> FloatKernel {
-    match path {
+/// The float kernel of `path`; with `accumulate` the form that adds to `out`.
+fn float_kernel(path: Path, accumulate: bool) -> FloatKernel {
+    match (path, accumulate) {
         #[cfg(target_arch = "x86_64")]
-        Path::Avx512Vnni | Path::Amx => x86::avx512::float_panels,
+        (Path::Avx512Vnni | Path::Amx, false) => x86::avx512::float_panels::<false>,
         #[cfg(target_arch = "x86_64")]
-        Path::AvxVnni | Path::Avx2 => x86::avx2::float_panels,
-        _ => scalar::float_panels,
+        (Path::Avx512Vnni | Path::Amx, true) => x86::avx512::float_panels::<true>,
+        #[cfg(target_arch = "x86_64")]
+        (Path::AvxVnni | Path::Avx2, false) => x86::avx2::float_panels::<false>,
+        #[cfg(target_arch = "x86_64")]
+        (Path::AvxVnni | Path::Avx2, true) => x86::avx2::float_panels::<true>,
+        (_, false) => scalar::float_panels::<false>,
+        (_, true) => scalar::float_panels::<true>,
     }
 }
 

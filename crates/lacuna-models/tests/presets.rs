@@ -24,6 +24,8 @@
 //!   <= 4e-7), all arg-maxes equal: any systematic difference in that preset's types fails
 //!   it.
 
+mod common;
+
 use lacuna_gguf::GgufFile;
 use lacuna_models::fixture::{FixtureSpec, QuantMix, Shape, build, build_preset};
 use lacuna_models::{Arch, CpuBackend, Model, Preset};
@@ -42,24 +44,6 @@ fn sha16(bytes: &[u8]) -> String {
 
 fn spec(arch: Arch) -> FixtureSpec {
     FixtureSpec::new(arch, Shape::Tiny, 4, QuantMix::F32)
-}
-
-/// Per-row relative L2 error and top-1 agreement of `got` against `want`.
-fn compare(got: &[f32], want: &[f32], vocab: usize) -> (Vec<f64>, usize) {
-    let argmax = |v: &[f32]| (0..v.len()).max_by(|&i, &j| v[i].total_cmp(&v[j])).unwrap();
-    let mut rels = Vec::new();
-    let mut top1 = 0;
-    for (g, r) in got.chunks_exact(vocab).zip(want.chunks_exact(vocab)) {
-        let err: f64 = g
-            .iter()
-            .zip(r)
-            .map(|(&a, &b)| f64::from(a - b).powi(2))
-            .sum();
-        let norm: f64 = r.iter().map(|&b| f64::from(b).powi(2)).sum();
-        rels.push((err / norm).sqrt());
-        top1 += usize::from(argmax(g) == argmax(r));
-    }
-    (rels, top1)
 }
 
 /// Per-row relative L2 bound where a quantization-boundary flip may occur.
@@ -135,11 +119,7 @@ fn same_tensors(name: &str, file: &GgufFile) {
 
 /// Lacuna's logits over [`TOKENS`] against llama.cpp's in `path`.
 fn logits_within(name: &str, file: GgufFile, path: &str, rel_max: f64, flips: usize) {
-    let reference: Vec<f32> = std::fs::read(path)
-        .unwrap()
-        .chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect();
+    let reference = common::read_logits(path);
     let mut model = Model::load(file, CpuBackend::new()).unwrap();
     let vocab = model.vocab_size();
     assert_eq!(
@@ -149,7 +129,9 @@ fn logits_within(name: &str, file: GgufFile, path: &str, rel_max: f64, flips: us
     );
     let mut got = vec![0.0f32; TOKENS.len() * vocab];
     model.forward_all(&TOKENS, &mut got).unwrap();
-    let (rels, top1) = compare(&got, &reference, vocab);
+    let rows = common::rows(&got, &reference, vocab);
+    let rels: Vec<f64> = rows.iter().map(|r| r.0).collect();
+    let top1 = rows.iter().filter(|r| r.1).count();
     let max = rels.iter().copied().fold(0.0, f64::max);
     let mut sorted = rels.clone();
     sorted.sort_by(f64::total_cmp);

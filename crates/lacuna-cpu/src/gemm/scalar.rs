@@ -57,17 +57,16 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
     }
 }
 
-/// Scalar float GEMM over panels `p0..p0 + np` (added to `out` when `accumulate`).
+/// Scalar float GEMM over panels `p0..p0 + np` (added to `out` when `ACC`).
 ///
 /// # Safety
 /// See [`crate::gemm::FloatKernel`].
-pub(crate) unsafe fn float_panels(
+pub(crate) unsafe fn float_panels<const ACC: bool>(
     w: &FloatPacked,
     x: &[f32],
     p0: usize,
     np: usize,
     out: Out,
-    accumulate: bool,
 ) {
     let k = w.k;
     for p in p0..p0 + np {
@@ -75,7 +74,7 @@ pub(crate) unsafe fn float_panels(
         for t in 0..out.t {
             let xt = &x[t * k..][..k];
             let mut row = [0.0f32; PANEL];
-            if accumulate {
+            if ACC {
                 // SAFETY: t < out.t and panel p is ours; `valid` columns read.
                 unsafe {
                     std::ptr::copy_nonoverlapping(out.at(t, p), row.as_mut_ptr(), out.valid(p))

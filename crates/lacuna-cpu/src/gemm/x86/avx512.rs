@@ -261,33 +261,12 @@ unsafe fn load_panel(out: Out, t0: usize, p: usize, rows: &mut [__m512]) {
     }
 }
 
-/// AVX-512 float GEMM over panels `p0..p0 + np` (added to `out` when `accumulate`).
+/// AVX-512 float GEMM over panels `p0..p0 + np` (added to `out` when `ACC`).
 ///
 /// # Safety
 /// See [`crate::gemm::FloatKernel`]; needs AVX-512 F.
 #[target_feature(enable = "avx512f")]
-pub(crate) unsafe fn float_panels(
-    w: &FloatPacked,
-    x: &[f32],
-    p0: usize,
-    np: usize,
-    out: Out,
-    accumulate: bool,
-) {
-    if accumulate {
-        // SAFETY: same contract.
-        return unsafe { float_panels_as::<true>(w, x, p0, np, out) };
-    }
-    // SAFETY: same contract.
-    unsafe { float_panels_as::<false>(w, x, p0, np, out) }
-}
-
-/// [`float_panels`] with the accumulate choice made at compile time.
-///
-/// # Safety
-/// As [`float_panels`].
-#[target_feature(enable = "avx512f")]
-unsafe fn float_panels_as<const ACC: bool>(
+pub(crate) unsafe fn float_panels<const ACC: bool>(
     w: &FloatPacked,
     x: &[f32],
     p0: usize,

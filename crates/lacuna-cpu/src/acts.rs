@@ -59,6 +59,11 @@ fn quantize_q8k(x: &[f32], q: &mut [u8], sums32: &mut [i16]) -> f32 {
 /// ggml's x86 `quantize_row_q8_0` (the AVX2 variant llama.cpp runs on x86: `id = 127/amax`,
 /// round half to even) for one 32-element block: returns `d` as the f16 ggml stores, widened.
 pub(crate) fn quantize_q8_0_block(x: &[f32], q: &mut [u8]) -> f32 {
+    quantize_q8_0_amax(x, q).0
+}
+
+/// [`quantize_q8_0_block`], also returning the block's `amax`.
+fn quantize_q8_0_amax(x: &[f32], q: &mut [u8]) -> (f32, f32) {
     let amax = x.iter().fold(0.0f32, |m, v| m.max(v.abs()));
     let d = half::f16::from_f32(amax / 127.0).to_f32();
     let id = if amax != 0.0 { 127.0 / amax } else { 0.0 };
@@ -66,14 +71,13 @@ pub(crate) fn quantize_q8_0_block(x: &[f32], q: &mut [u8]) -> f32 {
         let i = nearest_int(v * id).clamp(-128, 127);
         *o = (i + 128) as u8;
     }
-    d
+    (d, amax)
 }
 
 /// ggml's x86 `quantize_row_q8_1` for one 32-element block: [`quantize_q8_0_block`] plus
 /// `s = f16(d * sum(q))` with the unrounded `d = amax / 127`; returns `(d, s)` widened.
 pub(crate) fn quantize_q8_1_block(x: &[f32], q: &mut [u8]) -> (f32, f32) {
-    let d = quantize_q8_0_block(x, q);
-    let amax = x.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+    let (d, amax) = quantize_q8_0_amax(x, q);
     let sum: i32 = q.iter().map(|&u| i32::from(u) - 128).sum();
     let s = half::f16::from_f32(amax / 127.0 * sum as f32).to_f32();
     (d, s)

@@ -186,6 +186,12 @@ fn pack_quant(kind: QuantKind, n: usize, k: usize, bytes: &[u8], row_bytes: usiz
         },
         affine: None,
     };
+    // Float offsets per `group` weights, `[panel][k / group][16]`: the float GEMM's layout,
+    // filled in the same pass as the integer weights.
+    let group = kind.affine_group();
+    let (kg, per_block) = group.map_or((0, 0), |g| (k / g, block / g));
+    let mut aff = vec![0.0f32; panels * PANEL * kg];
+    let affs = chunks_or_empty(&mut aff, PANEL * kg, panels).into_par_iter();
     let qs = p.qs.par_chunks_mut(PANEL * k);
     let sc = chunks_or_empty(&mut p.scales, PANEL * nblk * nsub, panels).into_par_iter();
     let corr = p.corr.par_chunks_mut(PANEL * nblk);
@@ -197,8 +203,9 @@ fn pack_quant(kind: QuantKind, n: usize, k: usize, bytes: &[u8], row_bytes: usiz
         .zip(mins)
         .zip(d)
         .zip(dmin)
+        .zip(affs)
         .enumerate()
-        .for_each(|(pi, (((((qs, sc), corr), mins), d), dmin))| {
+        .for_each(|(pi, ((((((qs, sc), corr), mins), d), dmin), aff))| {
             for r in 0..PANEL.min(n - pi * PANEL) {
                 let row = &bytes[(pi * PANEL + r) * row_bytes..][..row_bytes];
                 for (b, raw) in row.chunks_exact(bsize).enumerate() {
@@ -226,37 +233,21 @@ fn pack_quant(kind: QuantKind, n: usize, k: usize, bytes: &[u8], row_bytes: usiz
                         }
                         dmin[b * PANEL + r] = dec.dmin;
                     }
+                    for j in 0..per_block {
+                        aff[(b * per_block + j) * PANEL + r] = dec.aff[j];
+                    }
                 }
             }
         });
-    if let Some(group) = kind.affine_group() {
-        p.affine = Some(pack_affine(kind, group, n, k, bytes, row_bytes));
+    if group.is_some() {
+        p.affine = Some(FloatPacked {
+            k: kg,
+            panels,
+            w: aff,
+            round: FloatRound::None,
+        });
     }
     p
-}
-
-/// The float offsets of every `group` weights, `[n x k / group]`, packed for the float GEMM.
-fn pack_affine(
-    kind: QuantKind,
-    group: usize,
-    n: usize,
-    k: usize,
-    bytes: &[u8],
-    row_bytes: usize,
-) -> FloatPacked {
-    let (bsize, per_block) = (kind.ty().type_size(), kind.block() / group);
-    let kg = k / group;
-    let mut m = vec![0.0f32; n * kg];
-    m.par_chunks_mut(kg).enumerate().for_each(|(r, out)| {
-        let row = &bytes[r * row_bytes..][..row_bytes];
-        for (b, raw) in row.chunks_exact(bsize).enumerate() {
-            let dec = decode(kind, raw);
-            out[b * per_block..][..per_block].copy_from_slice(&dec.aff[..per_block]);
-        }
-    });
-    let mut f = FloatPacked::empty();
-    f.fill_strided(&m, n, kg, kg, 1);
-    f
 }
 
 /// `panels` mutable chunks of `v`, or `panels` empty slices when `v` is empty.

@@ -14,7 +14,9 @@
 //! It is not systematic: Lacuna against itself, with one norm weight scaled by 1 + 1e-6,
 //! moves by up to 1.1e-2 (dream Q6_K) and with 1 + 1e-5 by up to 3.1e-2; and every preset
 //! has fixtures (other seeds) where the engines agree to rounding, measured seed by seed
-//! for Q4_0/Q4_1/Q5_1/Q8_0 (both kinds occur for each). So:
+//! for Q4_0/Q4_1/Q5_1/Q8_0 (both kinds occur for each). Both measurements:
+//! `tools/bench/flip_sensitivity.sh`, results in
+//! `bench-results/xeon-2c-amx/preset-parity/flip-sensitivity.tsv`. So:
 //! - [`check`] (seed 0, all 51 files): every row within [`FLIP_REL`] = 4e-2 (the largest
 //!   perturbation effect seen, 3.1e-2, with margin), at most [`FLIP_TOP1`] = 2 of 12 rows
 //!   losing llama.cpp's arg-max (the most seen, Q5_1 dream seed 3). A wrong kernel is off

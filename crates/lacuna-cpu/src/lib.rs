@@ -35,8 +35,8 @@ pub mod peak;
 pub use error::Error;
 pub use gemm::{Workspace, matmul, matmul_on};
 pub use ops::{
-    AttnShape, argmax, attention, log_softmax, rms_norm, rope_neox, rope_normal, softmax, swiglu,
-    top_k, top2,
+    AttnShape, argmax, attention, attention_masked, log_softmax, rms_norm, rope_neox, rope_normal,
+    softmax, swiglu, top_k, top2,
 };
 pub use packed::PackedWeight;
 pub use path::Path;

@@ -11,7 +11,7 @@ mod rope;
 mod softmax;
 
 pub(crate) use attention::AttnBuffers;
-pub use attention::{AttnShape, attention};
+pub use attention::{AttnShape, attention, attention_masked};
 pub use norm::{rms_norm, swiglu};
 pub use rope::{rope_neox, rope_normal};
 pub use softmax::{argmax, log_softmax, softmax, top_k, top2};

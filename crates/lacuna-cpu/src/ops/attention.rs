@@ -10,6 +10,10 @@
 //!
 //! Every query row's arithmetic depends only on that row, so computing a subset of the rows
 //! (the sampler's masked positions) gives the same bits as computing all of them.
+//!
+//! [`attention_masked`] limits each query row to a prefix of the keys (causal and
+//! block-causal attention): the softmax runs over the visible keys only, which is what
+//! ggml's masked softmax computes (an `-inf` score adds an exact 0 to its sum).
 
 use rayon::prelude::*;
 
@@ -56,6 +60,36 @@ pub fn attention(
     out: &mut [f32],
     ws: &mut Workspace,
 ) -> Result<(), Error> {
+    attention_masked(q, k, v, s, None, out, ws)
+}
+
+/// [`attention`] where query row `i` attends only to keys `0..visible[i]` (all keys when
+/// `visible` is `None`): causal attention is `visible[i] = position + 1`, block-causal
+/// attention the end of the row's block. Each `visible[i]` must be in `1..=keys`.
+pub fn attention_masked(
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    s: AttnShape,
+    visible: Option<&[usize]>,
+    out: &mut [f32],
+    ws: &mut Workspace,
+) -> Result<(), Error> {
+    if let Some(vis) = visible {
+        if vis.len() != s.queries {
+            return Err(Error::BadLength {
+                what: "attention visible keys",
+                expected: s.queries,
+                found: vis.len(),
+            });
+        }
+        if vis.iter().any(|&n| n == 0 || n > s.keys) {
+            return Err(Error::BadShape {
+                what: "attention",
+                detail: "every query row must see between 1 and all of the keys",
+            });
+        }
+    }
     let (nh, nkv, hd) = (s.n_head, s.n_head_kv, s.head_dim);
     if nh == 0 || nkv == 0 || hd == 0 || !nh.is_multiple_of(nkv) {
         return Err(Error::BadShape {
@@ -132,7 +166,8 @@ pub fn attention(
         .for_each_init(Scratch::default, |scr, (h, t0, o)| {
             let g = h / (nh / nkv);
             let kv = &packs[g * nblk..][..nblk];
-            tile(path, q, kv, s, h, t0, o, scr);
+            let vis = visible.map(|v| &v[t0..t0 + o.len() / hd]);
+            tile(path, q, kv, s, vis, h, t0, o, scr);
         });
     let heads = &*heads;
     out.par_chunks_mut(nh * hd)
@@ -164,13 +199,15 @@ struct Scratch {
     ml: Vec<(f32, f32)>,
 }
 
-/// Query head `h`, rows `t0..t0 + o.len() / head_dim`, into `o` (`[rows][head_dim]`).
+/// Query head `h`, rows `t0..t0 + o.len() / head_dim`, into `o` (`[rows][head_dim]`);
+/// row `i` of the tile sees keys `0..vis[i]`.
 #[allow(clippy::too_many_arguments)]
 fn tile(
     path: Path,
     q: &[f32],
     kv: &[(FloatPacked, FloatPacked)],
     s: AttnShape,
+    vis: Option<&[usize]>,
     h: usize,
     t0: usize,
     o: &mut [f32],
@@ -191,9 +228,12 @@ fn tile(
         // attention; this keeps logits closest to its.
         let sc = &mut scr.scores[..nq * s.keys];
         float_serial(path, kp, s.keys, &scr.q, nq, sc);
-        for row in sc.chunks_exact_mut(s.keys) {
-            scale_row(row, s.scale);
-            crate::ops::softmax(row);
+        for (i, row) in sc.chunks_exact_mut(s.keys).enumerate() {
+            // The masked softmax: over the visible prefix, exact zeros after it.
+            let (seen, hidden) = row.split_at_mut(vis.map_or(s.keys, |v| v[i]));
+            scale_row(seen, s.scale);
+            crate::ops::softmax(seen);
+            hidden.fill(0.0);
         }
         float_serial(path, vt, hd, sc, nq, o);
         return;
@@ -202,15 +242,24 @@ fn tile(
     scr.ml.resize(nq, (f32::NEG_INFINITY, 0.0));
     scr.corr.resize(nq, 0.0);
     scr.block_out.resize(nq * hd, 0.0);
-    for (b, (kp, vt)) in kv.iter().enumerate() {
+    // Key blocks past every row's visible prefix contribute nothing: skip them.
+    let seen = vis.map_or(s.keys, |v| v.iter().copied().max().unwrap_or(s.keys));
+    for (b, (kp, vt)) in kv.iter().enumerate().take(seen.div_ceil(KB)) {
         let kn = KB.min(s.keys - b * KB);
         let sc = &mut scr.scores[..nq * kn];
         float_serial(path, kp, kn, &scr.q, nq, sc);
-        for ((row, (m, l)), c) in sc
+        for (i, ((row, (m, l)), c)) in sc
             .chunks_exact_mut(kn)
             .zip(scr.ml.iter_mut())
             .zip(scr.corr.iter_mut())
+            .enumerate()
         {
+            if let Some(v) = vis {
+                // Row i sees keys below v[i]; key 0 is always visible, so block 0 never
+                // leaves a row with no finite score.
+                let first_hidden = v[i].saturating_sub(b * KB).min(kn);
+                row[first_hidden..].fill(f32::NEG_INFINITY);
+            }
             *c = online_softmax(row, s.scale, m, l);
         }
         if b == 0 {

@@ -49,6 +49,20 @@ fn every_level_gives_the_same_bits() {
             )
             .unwrap()
         });
+        let mut masked = vec![0.0; t * nh * hd];
+        let vis = block_causal(t, 8);
+        pool.install(|| {
+            attention_masked(
+                &q,
+                &k,
+                &v,
+                shape(t, nh, nkv, hd, 0.2),
+                Some(&vis),
+                &mut masked,
+                &mut crate::Workspace::new(),
+            )
+            .unwrap()
+        });
         let mut norm = vec![0.0; x.len()];
         rms_norm(&x, &w, 1e-6, &mut norm).unwrap();
         let mut sw = vec![0.0; x.len()];
@@ -57,7 +71,14 @@ fn every_level_gives_the_same_bits() {
         softmax(&mut sm);
         let mut lsm = x.clone();
         log_softmax(&mut lsm);
-        [bits(&att), bits(&norm), bits(&sw), bits(&sm), bits(&lsm)]
+        [
+            bits(&att),
+            bits(&masked),
+            bits(&norm),
+            bits(&sw),
+            bits(&sm),
+            bits(&lsm),
+        ]
     };
     let want = on_level(crate::Path::Scalar, run);
     for path in crate::Path::available() {
@@ -66,6 +87,11 @@ fn every_level_gives_the_same_bits() {
             assert_eq!(g, w, "op {i} on {path}");
         }
     }
+}
+
+/// Keys visible to each of `t` rows under block-causal attention with blocks of `block`.
+fn block_causal(t: usize, block: usize) -> Vec<usize> {
+    (0..t).map(|i| ((i / block + 1) * block).min(t)).collect()
 }
 
 fn vec(rng: &mut Rng, n: usize, scale: f32) -> Vec<f32> {
@@ -82,12 +108,14 @@ fn naive_attention(
     nkv: usize,
     hd: usize,
     scale: f32,
+    visible: Option<&[usize]>,
 ) -> Vec<f64> {
     let mut out = vec![0.0f64; t * nh * hd];
     for h in 0..nh {
         let kvh = h / (nh / nkv);
         for i in 0..t {
-            let s: Vec<f64> = (0..t)
+            let seen = visible.map_or(t, |v| v[i]);
+            let s: Vec<f64> = (0..seen)
                 .map(|j| {
                     (0..hd)
                         .map(|d| {
@@ -101,7 +129,7 @@ fn naive_attention(
             let m = s.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
             let z: f64 = s.iter().map(|x| (x - m).exp()).sum();
             for d in 0..hd {
-                out[(i * nh + h) * hd + d] = (0..t)
+                out[(i * nh + h) * hd + d] = (0..seen)
                     .map(|j| (s[j] - m).exp() / z * f64::from(v[(j * nkv + kvh) * hd + d]))
                     .sum();
             }
@@ -117,6 +145,14 @@ proptest! {
     fn attention_matches_naive((t, nkv, group, hd, seed) in (1usize..150, 1usize..3, 1usize..3, 1usize..40, any::<u64>())) {
         if let Err(e) = check_attention(t, nkv, group, hd, seed) {
             prop_assert!(false, "{e}");
+        }
+    }
+
+    #[test]
+    fn masked_attention_matches_naive((t, nkv, group, hd, block, seed) in (1usize..150, 1usize..3, 1usize..3, 1usize..40, 1usize..40, any::<u64>())) {
+        let vis = block_causal(t, block);
+        if let Err(e) = check_masked_attention(t, nkv, group, hd, seed, Some(&vis)) {
+            prop_assert!(false, "block {block}: {e}");
         }
     }
 
@@ -291,6 +327,17 @@ fn shape(t: usize, n_head: usize, n_head_kv: usize, head_dim: usize, scale: f32)
 
 /// Attention on random data against the f64 naive reference: the first mismatch, if any.
 fn check_attention(t: usize, nkv: usize, group: usize, hd: usize, seed: u64) -> Result<(), String> {
+    check_masked_attention(t, nkv, group, hd, seed, None)
+}
+
+fn check_masked_attention(
+    t: usize,
+    nkv: usize,
+    group: usize,
+    hd: usize,
+    seed: u64,
+    visible: Option<&[usize]>,
+) -> Result<(), String> {
     let mut rng = Rng(seed | 1);
     let nh = nkv * group;
     let q = vec(&mut rng, t * nh * hd, 2.0);
@@ -298,16 +345,17 @@ fn check_attention(t: usize, nkv: usize, group: usize, hd: usize, seed: u64) -> 
     let v = vec(&mut rng, t * nkv * hd, 3.0);
     let scale = 1.0 / (hd as f32).sqrt();
     let mut out = vec![f32::NAN; t * nh * hd];
-    attention(
+    attention_masked(
         &q,
         &k,
         &v,
         shape(t, nh, nkv, hd, scale),
+        visible,
         &mut out,
         &mut crate::Workspace::new(),
     )
     .unwrap();
-    let want = naive_attention(&q, &k, &v, t, nh, nkv, hd, scale);
+    let want = naive_attention(&q, &k, &v, t, nh, nkv, hd, scale, visible);
     match out
         .iter()
         .zip(&want)
@@ -331,6 +379,37 @@ fn attention_matches_naive_at_model_head_sizes() {
         (1100, 16),
     ] {
         check_attention(t, 2, 2, hd, 0xa77).unwrap();
+    }
+}
+
+/// Causal (blocks of 1) and block-causal masks past one key block of 512 (online softmax,
+/// skipped blocks) and with single rows.
+#[test]
+fn masked_attention_matches_naive_across_key_blocks() {
+    for (t, block) in [(1, 1), (600, 1), (700, 32), (1100, 512), (1030, 1030)] {
+        let vis = block_causal(t, block);
+        check_masked_attention(t, 2, 2, 16, 0xb10c, Some(&vis)).unwrap();
+    }
+}
+
+/// Masking and the visible-keys checks.
+#[test]
+fn masked_attention_rejects_bad_visible_counts() {
+    let (t, nh, hd) = (4, 1, 8);
+    let z = vec![0.5f32; t * nh * hd];
+    let mut out = vec![0.0; t * nh * hd];
+    let mut ws = crate::Workspace::new();
+    for vis in [vec![1, 2, 3], vec![0, 1, 2, 3], vec![1, 2, 3, 5]] {
+        let r = attention_masked(
+            &z,
+            &z,
+            &z,
+            shape(t, nh, nh, hd, 1.0),
+            Some(&vis),
+            &mut out,
+            &mut ws,
+        );
+        assert!(r.is_err(), "{vis:?}");
     }
 }
 

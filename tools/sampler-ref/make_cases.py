@@ -68,6 +68,24 @@ DREAM = [
 ]
 
 
+LLADA2 = [
+    ("llada2_threshold_greedy", dict(gen_length=12, block_length=4, steps=4, threshold=0.5)),
+    ("llada2_prompt_tail_in_block", dict(gen_length=10, block_length=4, steps=2, threshold=0.95)),
+    ("llada2_uneven_schedule", dict(gen_length=16, block_length=8, steps=3, threshold=0.95)),
+    ("llada2_no_threshold", dict(gen_length=8, block_length=8, steps=8, threshold=2.0)),
+    ("llada2_temperature", dict(gen_length=12, block_length=4, steps=4, threshold=0.6,
+                                temperature=0.8)),
+    ("llada2_top_k_top_p", dict(gen_length=12, block_length=6, steps=3, threshold=0.9,
+                                temperature=1.0, top_k=5, top_p=0.8)),
+    ("llada2_editing", dict(gen_length=12, block_length=4, steps=4, threshold=0.7,
+                            editing=dict(threshold=0.5, max_post_steps=3, num_to_transfer=1))),
+    ("llada2_editing_temperature", dict(gen_length=8, block_length=4, steps=4, threshold=0.9,
+                                        temperature=0.7,
+                                        editing=dict(threshold=0.3, max_post_steps=2,
+                                                     num_to_transfer=2))),
+]
+
+
 def prompt_for(rng, n, masks):
     p = [int(t) for t in rng.integers(0, VOCAB, size=n)]
     for i in masks:
@@ -80,7 +98,15 @@ def run_case(name, family, o, seed):
     model = official.ToyModel(VOCAB, 1000 + seed)
     prompt = prompt_for(rng, o.get("prompt_len", 5), o.get("prompt_masks", []))
     pool = official.Draws(int(v) for v in rng.integers(1, 1 << 24, size=400_000))
-    if family == "llada":
+    if family == "llada2":
+        cfg = dict(gen_length=o["gen_length"], block_length=o["block_length"], steps=o["steps"],
+                   threshold=o["threshold"], temperature=o.get("temperature", 0.0),
+                   top_k=o.get("top_k"), top_p=o.get("top_p"), editing=o.get("editing"))
+        x, history = official.llada2_generate(
+            model, prompt, cfg["gen_length"], cfg["block_length"], cfg["steps"],
+            cfg["threshold"], cfg["temperature"], cfg["top_k"], cfg["top_p"], MASK, EOS, pool,
+            editing=cfg["editing"], stop_at_eos=False)
+    elif family == "llada":
         cfg = dict(gen_length=o["gen_length"], block_length=o["block_length"], steps=o["steps"],
                    temperature=o.get("temperature", 0.0), cfg_scale=o.get("cfg_scale", 0.0),
                    remasking=o.get("remasking", "low_confidence"),
@@ -127,6 +153,8 @@ def main():
         cases.append(run_case(name, "llada", o, seed))
     for seed, (name, o) in enumerate(DREAM):
         cases.append(run_case(name, "dream", o, 100 + seed))
+    for seed, (name, o) in enumerate(LLADA2):
+        cases.append(run_case(name, "llada2", o, 200 + seed))
     stale = []
     for c in cases:
         path = os.path.join(OUT, c["name"] + ".json")

@@ -433,3 +433,99 @@ def dream_parallel(model, prompt, gen_length, block_length, temperature, top_p, 
             x[chosen] = x_[chosen]
             history.append(sorted(int(p) for p in chosen))
     return x, history
+
+
+# ---------------------------------------------------------------------------------------------
+# LLaDA2 (inclusionAI LLaDA2.0-mini modeling_llada2_moe.py: generate, _get_num_transfer_tokens,
+# _sample_with_temperature_topk_topp; LLaDA2.1-mini: the token-to-token editing loop).
+#
+# The model sees x[:, :current_window_end] (block-causal attention is the model's business; the
+# toy model ignores masks). Draw order (Lacuna's): at temperature > 0 one draw per requested row
+# in position order; rows are the block's masked positions (2.0) or every non-prompt position of
+# the block (2.1: the official code samples every block row; prompt rows are never used).
+
+
+def llada2_num_transfer(block_length, steps):
+    base, rem = block_length // steps, block_length % steps
+    n = [base] * steps
+    for i in range(rem):
+        n[i] += 1
+    return n
+
+
+def llada2_sample(row, draws, temperature, top_k, top_p):
+    """_sample_with_temperature_topk_topp on one row, with the LLaDA2.1 greedy fix: divide by
+    the temperature, top_k_logits, top_p_logits, softmax, argmax or a categorical draw; the
+    confidence is the chosen token's probability."""
+    row = row.astype(np.float32).copy()
+    if top_k is not None:
+        kth = np.sort(row)[::-1][min(top_k, len(row)) - 1]
+        row[row < kth] = -np.inf
+    conf, x0 = sample_tokens_row(row, draws, temperature=temperature, top_p=top_p)
+    return int(x0), conf
+
+
+def llada2_generate(model, prompt, gen_length, block_length, steps, threshold, temperature,
+                    top_k, top_p, mask_id, eos_id, draws, editing=None, stop_at_eos=True):
+    """Returns (final canvas [prompt + gen_length], per-step committed positions).
+
+    stop_at_eos=False leaves out the official break after a block that holds an end token
+    (it only drops the later blocks: the cases run without it, and the Rust test checks that
+    stopping gives the full run cut at the first end token)."""
+    prompt_length = len(prompt)
+    num_blocks = (prompt_length + gen_length + block_length - 1) // block_length
+    total_length = num_blocks * block_length
+    x = np.full(total_length, mask_id, dtype=np.int64)
+    x[:prompt_length] = prompt
+    prefill_blocks = prompt_length // block_length
+    schedule = llada2_num_transfer(block_length, steps)
+    history = []
+    for num_block in range(prefill_blocks, num_blocks):
+        start, end = num_block * block_length, (num_block + 1) * block_length
+        post_steps = 0
+        step = 0
+        while True:
+            block = x[start:end]
+            active = [start + i for i in range(block_length) if block[i] == mask_id]
+            if editing is None:
+                if len(active) == 0 or step >= steps:
+                    break
+                num_to_transfer = schedule[step]
+            else:
+                if len(active) == 0:
+                    post_steps += 1
+                if post_steps > editing["max_post_steps"]:
+                    break
+                num_to_transfer = editing["num_to_transfer"]
+            rows = active if editing is None else list(range(max(start, prompt_length), end))
+            h = model.hash(x[:end])
+            pred = {}
+            for r in rows:
+                pred[r] = llada2_sample(model.row(h, r), draws, temperature, top_k, top_p)
+            confidence = [pred[p][1] for p in active]
+            high = [i for i, c in enumerate(confidence) if c > threshold]
+            if len(high) >= num_to_transfer:
+                chosen = high
+            else:
+                chosen = topk_stable(np.array(confidence), min(num_to_transfer, len(active)))
+            committed = [active[i] for i in chosen]
+            if editing is not None:
+                for r in rows:
+                    tok, c = pred[r]
+                    if x[r] != mask_id and c > editing["threshold"] and tok != x[r]:
+                        committed.append(r)
+            for p in committed:
+                x[p] = pred[p][0]
+            history.append(sorted(committed))
+            step += 1
+            if editing is not None and len(active) == 0 and len(committed) == 0:
+                break
+        if not stop_at_eos:
+            continue
+        generated = x[prompt_length:min(end, prompt_length + gen_length)]
+        has_eos = bool((generated == eos_id).any())
+        if editing is None and has_eos:
+            break
+        if editing is not None and has_eos and not (generated == mask_id).any():
+            break
+    return x[:prompt_length + gen_length], history

@@ -9,10 +9,10 @@ use lacuna_models::{Arch, Preset};
 /// Arguments of `lacuna fixture`.
 #[derive(clap::Args)]
 pub(crate) struct FixtureArgs {
-    /// Architecture: llada, dream or llada-moe.
+    /// Architecture: llada, dream, llada-moe, rnd1 or llada2.
     #[arg(long)]
     arch: String,
-    /// Size preset: tiny, llada-8b, dream-7b, llada-moe-7b.
+    /// Size preset: tiny, llada-8b, dream-7b, llada-moe-7b, llada2-mini, rnd1-30b.
     #[arg(long, default_value = "tiny")]
     shape: String,
     /// Transformer blocks.
@@ -32,6 +32,10 @@ pub(crate) struct FixtureArgs {
     /// PRNG seed.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// With `--arch llada2`: write the same weights as llama.cpp's autoregressive
+    /// `bailingmoe2` (the oracle of LLaDA2's graph with attention blocks of 1).
+    #[arg(long)]
+    bailingmoe2_twin: bool,
     /// Where to write the GGUF file.
     #[arg(long)]
     out: PathBuf,
@@ -42,7 +46,7 @@ pub(crate) fn run(a: FixtureArgs) -> Result<()> {
     let arch = Arch::from_name(&a.arch)?;
     let Some(shape) = Shape::from_name(&a.shape) else {
         bail!(
-            "unknown --shape {:?} (tiny, llada-8b, dream-7b, llada-moe-7b)",
+            "unknown --shape {:?} (tiny, llada-8b, dream-7b, llada-moe-7b, llada2-mini, rnd1-30b)",
             a.shape
         );
     };
@@ -55,6 +59,7 @@ pub(crate) fn run(a: FixtureArgs) -> Result<()> {
     let mut spec = FixtureSpec::new(arch, shape, a.layers, quant);
     spec.tied = a.tied;
     spec.seed = a.seed;
+    spec.bailingmoe2_twin = a.bailingmoe2_twin;
     let (writer, what) = match &a.preset {
         Some(name) => {
             let preset = Preset::from_name(name).with_context(|| {

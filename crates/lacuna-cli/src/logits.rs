@@ -1,4 +1,5 @@
-//! `lacuna logits`: one non-causal forward pass, raw logits of every position to a file.
+//! `lacuna logits`: one forward pass (bidirectional; block-causal for LLaDA2), raw logits of
+//! every position to a file.
 
 use std::path::PathBuf;
 
@@ -20,6 +21,10 @@ pub(crate) struct LogitsArgs {
     /// Worker threads (default: all cores).
     #[arg(long)]
     threads: Option<usize>,
+    /// LLaDA2 only: the block length of its block-causal attention (default 32; 1 is
+    /// causal attention, as llama.cpp's `bailingmoe2` computes).
+    #[arg(long)]
+    attention_block: Option<usize>,
 }
 
 /// Runs the forward pass and writes the logits.
@@ -28,6 +33,9 @@ pub(crate) fn run(mut a: LogitsArgs) -> Result<()> {
     crate::bench::init_threads(a.threads)?;
     let mut model =
         Model::open(&a.model).with_context(|| format!("loading {}", a.model.display()))?;
+    if let Some(block) = a.attention_block {
+        model.set_attention_block(block)?;
+    }
     let vocab = model.vocab_size();
     let mut logits = vec![0.0f32; a.tokens.len() * vocab];
     model.forward_all(&a.tokens, &mut logits)?;

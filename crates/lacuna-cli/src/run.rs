@@ -7,8 +7,8 @@ use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use lacuna::models::Arch;
 use lacuna::{
-    CachePolicy, DreamAlg, Engine, EngineOptions, Finish, GenerateRequest, Output, ParallelConfig,
-    ParallelRule, Prompt, Remasking, StepView,
+    CachePolicy, DreamAlg, Editing, Engine, EngineOptions, Finish, GenerateRequest, Output,
+    ParallelConfig, ParallelRule, Prompt, Remasking, StepView,
 };
 
 use crate::canvas_view::CanvasView;
@@ -108,15 +108,29 @@ pub(crate) struct SamplingArgs {
     #[arg(long, value_parser = ["none", "prefix", "dual"])]
     pub(crate) cache: Option<String>,
     /// Fast-dLLM's fast mode: dual cache and parallel decoding with threshold 0.9 in blocks
-    /// of 32 (each of these can still be set on its own).
+    /// of 32 (each of these can still be set on its own). LLaDA2: its exact block cache.
     #[arg(long)]
     pub(crate) fast: bool,
+    /// LLaDA2.1's token-to-token editing: committed tokens of the current block are replaced
+    /// by surer predictions.
+    #[arg(long)]
+    pub(crate) editing: bool,
+    /// Confidence above which --editing replaces a committed token.
+    #[arg(long, default_value_t = 0.9, requires = "editing")]
+    pub(crate) editing_threshold: f64,
+    /// Editing-only steps once a block has no mask (--editing).
+    #[arg(long, default_value_t = 16, requires = "editing")]
+    pub(crate) max_post_steps: usize,
 }
 
 impl SamplingArgs {
     /// The request for `prompt` on a model of `arch`.
     pub(crate) fn request(&self, prompt: Prompt, arch: Arch) -> Result<GenerateRequest> {
-        let parallel = self.parallel || self.fast;
+        let llada2 = arch == Arch::Llada2;
+        // LLaDA2's official sampler already commits by threshold (0.95): --threshold sets
+        // it; its cache (the finished blocks) is exact.
+        let parallel =
+            self.parallel || (self.fast && !llada2) || (llada2 && self.threshold.is_some());
         if !parallel
             && (self.threshold.is_some() || self.factor.is_some() || self.entropy_bound.is_some())
         {
@@ -160,9 +174,15 @@ impl SamplingArgs {
         });
         r.cache = match self.cache.as_deref() {
             Some(name) => CachePolicy::from_name(name).unwrap_or_default(),
+            None if self.fast && llada2 => CachePolicy::Prefix,
             None if self.fast => CachePolicy::Dual,
             None => CachePolicy::None,
         };
+        r.editing = self.editing.then(|| Editing {
+            threshold: self.editing_threshold,
+            max_post_steps: self.max_post_steps,
+            ..Editing::default()
+        });
         Ok(r)
     }
 }

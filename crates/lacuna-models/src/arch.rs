@@ -12,6 +12,13 @@ pub enum Arch {
     Dream,
     /// `llada-moe`: LLaDA-MoE-7B-A1B (Q/K RMS norms, NeoX RoPE, softmax-gated experts).
     LladaMoe,
+    /// `rnd1`: RND1-30B (Qwen3-MoE layers: Q/K RMS norms, NeoX RoPE, 128 softmax-gated
+    /// experts with renormalised top-k weights), bidirectional.
+    Rnd1,
+    /// `llada2`: LLaDA2.0/2.1-mini and -flash (the BailingMoE-v2 backbone: fused QKV, Q/K
+    /// norms, partial NeoX RoPE, sigmoid-routed experts with selection bias and group-limited
+    /// top-k, a shared expert, leading dense layers), attention block-causal.
+    Llada2,
 }
 
 /// How RoPE pairs the elements of a head (ggml's rope modes).
@@ -25,7 +32,13 @@ pub enum RopeStyle {
 
 impl Arch {
     /// Every supported architecture.
-    pub const ALL: [Arch; 3] = [Arch::Llada, Arch::Dream, Arch::LladaMoe];
+    pub const ALL: [Arch; 5] = [
+        Arch::Llada,
+        Arch::Dream,
+        Arch::LladaMoe,
+        Arch::Rnd1,
+        Arch::Llada2,
+    ];
 
     /// The architecture named `name`, or [`Error::UnknownArchitecture`].
     pub fn from_name(name: &str) -> Result<Arch> {
@@ -33,6 +46,8 @@ impl Arch {
             "llada" => Ok(Arch::Llada),
             "dream" => Ok(Arch::Dream),
             "llada-moe" => Ok(Arch::LladaMoe),
+            "rnd1" => Ok(Arch::Rnd1),
+            "llada2" => Ok(Arch::Llada2),
             _ => Err(Error::UnknownArchitecture {
                 name: name.to_string(),
             }),
@@ -45,6 +60,8 @@ impl Arch {
             Arch::Llada => "llada",
             Arch::Dream => "dream",
             Arch::LladaMoe => "llada-moe",
+            Arch::Rnd1 => "rnd1",
+            Arch::Llada2 => "llada2",
         }
     }
 
@@ -52,24 +69,36 @@ impl Arch {
     pub const fn rope_style(self) -> RopeStyle {
         match self {
             Arch::Llada => RopeStyle::Normal,
-            Arch::Dream | Arch::LladaMoe => RopeStyle::Neox,
+            Arch::Dream | Arch::LladaMoe | Arch::Rnd1 | Arch::Llada2 => RopeStyle::Neox,
         }
     }
 
     /// Whether the feed-forward block is a mixture of experts.
     pub const fn is_moe(self) -> bool {
-        matches!(self, Arch::LladaMoe)
+        matches!(self, Arch::LladaMoe | Arch::Rnd1 | Arch::Llada2)
     }
 
     /// Whether the attention has per-head RMS norms on Q and K (`attn_q_norm`, `attn_k_norm`).
     pub const fn has_qk_norm(self) -> bool {
-        matches!(self, Arch::LladaMoe)
+        matches!(self, Arch::LladaMoe | Arch::Rnd1 | Arch::Llada2)
+    }
+
+    /// Whether Q, K and V come from one fused projection (`attn_qkv`).
+    pub const fn fused_qkv(self) -> bool {
+        matches!(self, Arch::Llada2)
+    }
+
+    /// Whether attention is block-causal (each block sees itself and the blocks before
+    /// it), the mask LLaDA2's generate code builds; the others are bidirectional.
+    pub const fn block_causal(self) -> bool {
+        matches!(self, Arch::Llada2)
     }
 
     /// Whether the model's logits are shifted by one (row `i - 1` predicts token `i`), the
-    /// default when `diffusion.shift_logits` is absent: true for Dream only.
+    /// default when `diffusion.shift_logits` is absent: true for Dream and RND1 (whose
+    /// llama.cpp support shifts, as `llama-diffusion-cli` assumes for it).
     pub const fn default_shift_logits(self) -> bool {
-        matches!(self, Arch::Dream)
+        matches!(self, Arch::Dream | Arch::Rnd1)
     }
 }
 

@@ -23,6 +23,21 @@ pub struct AttnShape {
     pub head_dim: usize,
     /// Multiplier of `q . k` before the softmax.
     pub scale: f32,
+    /// Canvas position of query row 0 (the window start); query row `i` is at `pos0 + i`.
+    pub pos0: usize,
+    /// Block-causal attention with blocks of this length (position `p` sees keys before
+    /// `(p / block + 1) * block`); `None` = bidirectional.
+    pub block: Option<usize>,
+}
+
+impl AttnShape {
+    /// Keys visible to a query at canvas position `pos`.
+    pub fn visible(&self, pos: usize) -> usize {
+        match self.block {
+            None => self.keys,
+            Some(b) => ((pos / b + 1) * b).min(self.keys),
+        }
+    }
 }
 
 /// RoPE parameters (ggml `rope_ext` with no YaRN extension).
@@ -30,6 +45,9 @@ pub struct AttnShape {
 pub struct RopeParams {
     /// Which element pairs rotate together.
     pub style: RopeStyle,
+    /// Leading elements of each head that rotate (the rest pass through); even, at most
+    /// the head width.
+    pub n_rot: usize,
     /// Base frequency.
     pub freq_base: f32,
     /// Frequency scale (1 = none).
@@ -59,13 +77,20 @@ pub trait Backend {
     /// RMSNorm of each `weight.len()`-wide row of `x`, times `weight`, into `out`.
     fn rms_norm(&mut self, x: &[f32], weight: &[f32], eps: f32, out: &mut [f32]) -> Result<()>;
 
-    /// Rotates, in place, each `head_dim`-wide head of each of the `t` rows of `x`; row
-    /// `i` is at position `pos0 + i`.
-    fn rope(&mut self, x: &mut [f32], t: usize, pos0: usize, head_dim: usize, params: RopeParams);
+    /// Rotates, in place, the first `params.n_rot` elements of each `head_dim`-wide head of
+    /// each of the `t` rows of `x`; row `i` is at position `pos0 + i`.
+    fn rope(
+        &mut self,
+        x: &mut [f32],
+        t: usize,
+        pos0: usize,
+        head_dim: usize,
+        params: RopeParams,
+    ) -> Result<()>;
 
-    /// Bidirectional attention: for every query row `i` in `rows` (all rows when `None`),
-    /// `out[i] = softmax(scale * q_i . K^T) V` per head, heads concatenated: every query
-    /// attends to every key. `q` is `[queries x n_head*head_dim]`, `k` and `v` are
+    /// Attention: for every query row `i` in `rows` (all rows when `None`),
+    /// `out[i] = softmax(scale * q_i . K^T) V` per head, heads concatenated, over the keys
+    /// [`AttnShape::visible`] at the row's position (all of them when bidirectional). `q` is `[queries x n_head*head_dim]`, `k` and `v` are
     /// `[keys x n_head_kv*head_dim]`, `out` is `[rows x n_head*head_dim]`.
     fn attention(
         &mut self,

@@ -1,10 +1,21 @@
 //! Hyperparameters read from GGUF metadata, under the keys llama.cpp's converter writes
-//! (`convert_hf_to_gguf.py`: `LLaDAModel`, `DreamModel`, `LLaDAMoEModel`) and with the
-//! defaults llama.cpp's loader applies (`llama_model_base::load_hparams`).
+//! (`convert_hf_to_gguf.py`: `LLaDAModel`, `DreamModel`, `LLaDAMoEModel`, `RND1Model`, and
+//! the BailingMoE-v2 keys LLaDA2 files carry) and with the defaults llama.cpp's loader
+//! applies (`llama_model_base::load_hparams`, `load_arch_hparams`).
 
 use lacuna_gguf::Metadata;
 
 use crate::{Arch, Error, Result};
+
+/// How router logits become expert weights (`{arch}.expert_gating_func`, llama.cpp's
+/// `llama_expert_gating_func_type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gating {
+    /// Softmax over all experts (1; the default of `llada-moe` and `rnd1`).
+    Softmax,
+    /// An independent sigmoid per expert (2; BailingMoE-v2, DeepSeek-V3).
+    Sigmoid,
+}
 
 /// The expert layout of a mixture-of-experts feed-forward block.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -18,6 +29,23 @@ pub struct MoeConfig {
     pub n_ff_exp: usize,
     /// Scale applied to the routing weights (`{arch}.expert_weights_scale`; 0 or 1 = none).
     pub weights_scale: f32,
+    /// Router activation.
+    pub gating: Gating,
+    /// Whether the selected weights are divided by their sum (`{arch}.expert_weights_norm`;
+    /// always for `rnd1`, never for `llada-moe`).
+    pub norm_weights: bool,
+    /// Experts grouped for group-limited routing (`{arch}.expert_group_count`; 0 or 1 = no
+    /// groups) and the groups each token may use (`{arch}.expert_group_used_count`).
+    pub n_group: usize,
+    /// Groups kept per token when `n_group > 1`.
+    pub n_group_used: usize,
+    /// Shared experts every token runs (`{arch}.expert_shared_count`; 0 = none).
+    pub n_expert_shared: usize,
+    /// Width of the shared experts together (`expert_shared_feed_forward_length`, else
+    /// `n_ff_exp`, times `n_expert_shared`), as llama.cpp sizes `ffn_*_shexp`.
+    pub n_ff_shared: usize,
+    /// Leading layers with a dense feed-forward block instead (`leading_dense_block_count`).
+    pub n_dense_lead: usize,
 }
 
 /// A model's hyperparameters.
@@ -35,6 +63,9 @@ pub struct Config {
     pub n_head_kv: usize,
     /// Width of one head.
     pub head_dim: usize,
+    /// Leading elements of each head RoPE rotates (`{arch}.rope.dimension_count`; the head
+    /// width when absent; LLaDA2 rotates half).
+    pub n_rot: usize,
     /// Dense feed-forward hidden width (unused by MoE layers).
     pub n_ff: usize,
     /// Vocabulary size (rows of `token_embd`).
@@ -146,14 +177,35 @@ impl Config {
             ));
         }
         let n_rot = opt_usize(md, &k("rope.dimension_count"))?.unwrap_or(head_dim);
-        if n_rot != head_dim {
+        // llama.cpp's `llada-moe` and `rnd1` graphs assert n_rot == head width; BailingMoE-v2
+        // rotates a leading part of each head.
+        let partial_ok = arch == Arch::Llada2;
+        if n_rot == 0 || n_rot % 2 != 0 || n_rot > head_dim || (!partial_ok && n_rot != head_dim) {
             return Err(bad(
                 &k("rope.dimension_count"),
-                format!(
-                    "{n_rot} differs from the head width {head_dim} (partial RoPE is unsupported)"
-                ),
+                if n_rot > head_dim {
+                    format!("{n_rot} rotary dimensions exceed the head width {head_dim}")
+                } else if n_rot == 0 || n_rot % 2 != 0 {
+                    format!("{n_rot} rotary dimensions: must be even and positive")
+                } else {
+                    format!(
+                        "{n_rot} differs from the head width {head_dim} (partial RoPE is only \
+                         part of {})",
+                        Arch::Llada2
+                    )
+                },
             ));
         }
+        // BailingMoE-v2 files may end in NextN (multi-token prediction) layers that the main
+        // model does not run (llama.cpp: n_layer = block_count - nextn_predict_layers).
+        let n_nextn = opt_usize(md, &k("nextn_predict_layers"))?.unwrap_or(0);
+        if n_nextn >= n_layer {
+            return Err(bad(
+                &k("nextn_predict_layers"),
+                format!("{n_nextn} of {n_layer} blocks leaves no main layer"),
+            ));
+        }
+        let n_layer = n_layer - n_nextn;
         if !(rms_eps.is_finite() && rms_eps > 0.0) {
             return Err(bad(
                 &k("attention.layer_norm_rms_epsilon"),
@@ -194,12 +246,32 @@ impl Config {
                 ));
             }
             let weights_scale = opt_f32(md, &k("expert_weights_scale"))?.unwrap_or(0.0);
-            Some(MoeConfig {
-                n_expert,
-                n_expert_used,
-                n_ff_exp,
-                weights_scale,
-            })
+            if !weights_scale.is_finite() {
+                return Err(bad(
+                    &k("expert_weights_scale"),
+                    format!("{weights_scale} is not finite"),
+                ));
+            }
+            moe_routing(
+                md,
+                arch,
+                n_layer,
+                n_ff,
+                MoeConfig {
+                    n_expert,
+                    n_expert_used,
+                    n_ff_exp,
+                    weights_scale,
+                    gating: Gating::Softmax,
+                    norm_weights: false,
+                    n_group: 0,
+                    n_group_used: 0,
+                    n_expert_shared: 0,
+                    n_ff_shared: 0,
+                    n_dense_lead: 0,
+                },
+            )
+            .map(Some)?
         } else {
             if n_ff == 0 {
                 return Err(Error::Gguf(lacuna_gguf::Error::MissingKey {
@@ -238,6 +310,7 @@ impl Config {
             n_head,
             n_head_kv,
             head_dim,
+            n_rot,
             n_ff,
             n_vocab,
             n_ctx,
@@ -259,6 +332,81 @@ impl Config {
     pub fn kv_dim(&self) -> usize {
         self.n_head_kv * self.head_dim
     }
+}
+
+/// The routing, shared-expert and dense-layer keys of `arch` on top of `base`, checked as
+/// llama.cpp's loader asserts them.
+fn moe_routing(
+    md: &Metadata,
+    arch: Arch,
+    n_layer: usize,
+    n_ff: usize,
+    base: MoeConfig,
+) -> Result<MoeConfig> {
+    let k = |s: &str| key(arch, s);
+    let mut m = base;
+    match arch {
+        Arch::Rnd1 => m.norm_weights = true,
+        Arch::Llada2 => {
+            m.gating = match usize_of(md, &k("expert_gating_func"))? {
+                1 => Gating::Softmax,
+                2 => Gating::Sigmoid,
+                v => {
+                    return Err(bad(
+                        &k("expert_gating_func"),
+                        format!("{v} is not softmax (1) or sigmoid (2)"),
+                    ));
+                }
+            };
+            m.norm_weights = md.get_bool_opt(&k("expert_weights_norm"))?.unwrap_or(false);
+            m.n_group = opt_usize(md, &k("expert_group_count"))?.unwrap_or(0);
+            m.n_group_used = opt_usize(md, &k("expert_group_used_count"))?.unwrap_or(0);
+            m.n_expert_shared = usize_of(md, &k("expert_shared_count"))?;
+            let shexp = opt_usize(md, &k("expert_shared_feed_forward_length"))?.unwrap_or(0);
+            let per = if shexp > 0 { shexp } else { m.n_ff_exp };
+            m.n_ff_shared = per
+                .checked_mul(m.n_expert_shared)
+                .filter(|&v| v <= MAX_DIM)
+                .ok_or_else(|| {
+                    bad(
+                        &k("expert_shared_count"),
+                        format!("{} shared experts of {per}", m.n_expert_shared),
+                    )
+                })?;
+            m.n_dense_lead = opt_usize(md, &k("leading_dense_block_count"))?.unwrap_or(0);
+            if m.n_dense_lead > n_layer {
+                return Err(bad(
+                    &k("leading_dense_block_count"),
+                    format!("{} dense layers of {n_layer}", m.n_dense_lead),
+                ));
+            }
+            if m.n_dense_lead > 0 && n_ff == 0 {
+                return Err(Error::Gguf(lacuna_gguf::Error::MissingKey {
+                    key: k("feed_forward_length"),
+                }));
+            }
+        }
+        _ => {}
+    }
+    if m.n_group > 1 {
+        let fine = m.n_group < m.n_expert
+            && m.n_expert % m.n_group == 0
+            && m.n_group_used > 0
+            && m.n_group_used < m.n_group
+            // Each kept group scores by its top two experts, and enough experts remain.
+            && m.n_expert / m.n_group >= 2
+            && m.n_group_used * (m.n_expert / m.n_group) >= m.n_expert_used;
+        if !fine {
+            return Err(bad(
+                &k("expert_group_used_count"),
+                format!(
+                    "{} of {} groups over {} experts ({} used) is not a valid grouping",
+                    m.n_group_used, m.n_group, m.n_expert, m.n_expert_used
+                ),
+            ));
+        }
+    }
+    Ok(m)
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use lacuna_quant::GgmlType;
 use rayon::prelude::*;
 
 use crate::backend::{AttnShape, Backend, RopeParams};
-use crate::{Result, RopeStyle};
+use crate::{Error, Result, RopeStyle};
 
 /// Runs a graph on the host CPU with the best instruction path `lacuna-cpu` detects.
 #[derive(Debug, Default)]
@@ -17,6 +17,8 @@ pub struct CpuBackend {
     ws: Workspace,
     /// The query rows asked for, when not all.
     q_rows: Vec<f32>,
+    /// Keys visible to each computed query row (block-causal attention).
+    visible: Vec<usize>,
 }
 
 impl CpuBackend {
@@ -58,8 +60,22 @@ impl Backend for CpuBackend {
         Ok(())
     }
 
-    fn rope(&mut self, x: &mut [f32], t: usize, pos0: usize, head_dim: usize, params: RopeParams) {
+    fn rope(
+        &mut self,
+        x: &mut [f32],
+        t: usize,
+        pos0: usize,
+        head_dim: usize,
+        params: RopeParams,
+    ) -> Result<()> {
+        if params.n_rot == 0 || params.n_rot % 2 != 0 || params.n_rot > head_dim {
+            return Err(Error::Cpu(lacuna_cpu::Error::BadShape {
+                what: "rope",
+                detail: "need n_rot even, positive and at most head_dim",
+            }));
+        }
         rope(x, t, pos0, head_dim, params);
+        Ok(())
     }
 
     fn attention(
@@ -79,8 +95,26 @@ impl Backend for CpuBackend {
             head_dim: shape.head_dim,
             scale: shape.scale,
         };
+        // Keys visible to each computed query row (block-causal attention).
+        let vis = &mut self.visible;
+        vis.clear();
+        if shape.block.is_some() {
+            match rows {
+                None => vis.extend((0..s.queries).map(|i| shape.visible(shape.pos0 + i))),
+                Some(rows) => vis.extend(rows.iter().map(|&r| shape.visible(shape.pos0 + r))),
+            }
+        }
+        let vis = shape.block.is_some().then_some(&vis[..]);
         let Some(rows) = rows else {
-            return Ok(lacuna_cpu::attention(q, k, v, s, out, &mut self.ws)?);
+            return Ok(lacuna_cpu::attention_masked(
+                q,
+                k,
+                v,
+                s,
+                vis,
+                out,
+                &mut self.ws,
+            )?);
         };
         // Only the requested query rows: each row's arithmetic is independent of the others
         // in `lacuna_cpu::attention`, so these are the bits a full pass would give.
@@ -94,7 +128,15 @@ impl Backend for CpuBackend {
             queries: rows.len(),
             ..s
         };
-        Ok(lacuna_cpu::attention(qr, k, v, s, out, &mut self.ws)?)
+        Ok(lacuna_cpu::attention_masked(
+            qr,
+            k,
+            v,
+            s,
+            vis,
+            out,
+            &mut self.ws,
+        )?)
     }
 
     fn swiglu(&mut self, gate: &[f32], up: &[f32], out: &mut [f32]) -> Result<()> {
@@ -117,10 +159,12 @@ pub(crate) fn rope(x: &mut [f32], t: usize, pos0: usize, head_dim: usize, params
         return;
     }
     let width = x.len() / t;
-    let half = head_dim / 2;
-    let theta_scale = params.freq_base.powf(-2.0 / head_dim as f32);
+    // ggml rotates the first n_rot elements (theta from n_rot, NeoX pairs i and
+    // i + n_rot/2) and copies the rest of each head unchanged.
+    let half = params.n_rot / 2;
+    let theta_scale = params.freq_base.powf(-2.0 / params.n_rot as f32);
     x.par_chunks_mut(width).enumerate().for_each_init(
-        || vec![0.0f32; head_dim],
+        || vec![0.0f32; params.n_rot],
         |cache, (p, row)| {
             let mut theta = (pos0 + p) as f32;
             for i in 0..half {

@@ -91,6 +91,15 @@ pub enum Error {
         /// A requested row outside the window (`end` when the window itself is bad).
         row: usize,
     },
+    /// A block-causal attention setting on an architecture whose attention is bidirectional.
+    #[error("{arch} attends bidirectionally; only llada2 takes an attention block length")]
+    NotBlockCausal {
+        /// The model's architecture.
+        arch: crate::Arch,
+    },
+    /// An attention block length of 0.
+    #[error("the attention block length must be at least 1")]
+    ZeroAttentionBlock,
     /// Requested rows are not ascending, distinct and inside the canvas.
     #[error("row {row} is not ascending, distinct and below the canvas length {len}")]
     BadRow {

@@ -34,6 +34,67 @@ pub struct Dims {
     pub n_expert_used: usize,
     /// Width of one expert.
     pub n_ff_exp: usize,
+    /// Width of one head (0: `n_embd / n_head`).
+    pub head_dim: usize,
+    /// Rotary dimensions per head (0: the whole head).
+    pub n_rot: usize,
+    /// Shared experts (LLaDA2) and the width of each.
+    pub n_expert_shared: usize,
+    /// Width of one shared expert.
+    pub n_ff_shexp: usize,
+    /// Leading layers with a dense FFN (LLaDA2).
+    pub n_dense_lead: usize,
+    /// Expert groups for group-limited routing (0: none) and groups used per token.
+    pub n_group: usize,
+    /// Groups used per token.
+    pub n_group_used: usize,
+}
+
+impl Dims {
+    /// A dense model's sizes.
+    pub const fn dense(
+        n_embd: usize,
+        n_head: usize,
+        n_head_kv: usize,
+        n_ff: usize,
+        n_vocab: usize,
+    ) -> Dims {
+        Dims {
+            n_embd,
+            n_head,
+            n_head_kv,
+            n_ff,
+            n_vocab,
+            n_expert: 0,
+            n_expert_used: 0,
+            n_ff_exp: 0,
+            head_dim: 0,
+            n_rot: 0,
+            n_expert_shared: 0,
+            n_ff_shexp: 0,
+            n_dense_lead: 0,
+            n_group: 0,
+            n_group_used: 0,
+        }
+    }
+
+    /// Width of one head.
+    pub const fn head(&self) -> usize {
+        if self.head_dim == 0 {
+            self.n_embd / self.n_head
+        } else {
+            self.head_dim
+        }
+    }
+
+    /// Rotary dimensions per head.
+    pub const fn rot(&self) -> usize {
+        if self.n_rot == 0 {
+            self.head()
+        } else {
+            self.n_rot
+        }
+    }
 }
 
 /// A named size preset.
@@ -48,16 +109,25 @@ pub enum Shape {
     /// LLaDA-MoE-7B-A1B per-layer shapes: d=2048, 16 heads, 64 experts of 1024 (8 used),
     /// vocab 157184.
     LladaMoe7b,
+    /// LLaDA2.0-mini per-layer shapes: d=2048, 16/4 heads of 128 (64 rotary), 256 experts
+    /// of 512 (8 used, 8 groups, 4 used), one shared expert, dense FFN 5120, vocab 157184.
+    Llada2Mini,
+    /// RND1-30B per-layer shapes (Qwen3-30B-A3B): d=2048, 32/4 heads of 128, 128 experts of
+    /// 768 (8 used), vocab 151936.
+    Rnd1_30b,
 }
 
 impl Shape {
-    /// The preset named `name` (`tiny`, `llada-8b`, `dream-7b`, `llada-moe-7b`).
+    /// The preset named `name` (`tiny`, `llada-8b`, `dream-7b`, `llada-moe-7b`,
+    /// `llada2-mini`, `rnd1-30b`).
     pub fn from_name(name: &str) -> Option<Shape> {
         match name {
             "tiny" => Some(Shape::Tiny),
             "llada-8b" => Some(Shape::Llada8b),
             "dream-7b" => Some(Shape::Dream7b),
             "llada-moe-7b" => Some(Shape::LladaMoe7b),
+            "llada2-mini" => Some(Shape::Llada2Mini),
+            "rnd1-30b" => Some(Shape::Rnd1_30b),
             _ => None,
         }
     }
@@ -135,43 +205,71 @@ pub struct FixtureSpec {
     pub tied: bool,
     /// PRNG seed.
     pub seed: u64,
+    /// Write LLaDA2's weights as llama.cpp's autoregressive `bailingmoe2` (same tensors,
+    /// keys under `bailingmoe2.`): the oracle of LLaDA2's graph with blocks of 1.
+    pub bailingmoe2_twin: bool,
 }
 
 impl FixtureSpec {
     /// The preset `shape` of `arch` with `n_layer` blocks, weights of `quant`, seed 0.
     pub fn new(arch: Arch, shape: Shape, n_layer: usize, quant: QuantMix) -> FixtureSpec {
-        let dense = |n_embd, n_head, n_head_kv, n_ff, n_vocab| Dims {
-            n_embd,
-            n_head,
-            n_head_kv,
-            n_ff,
-            n_vocab,
-            n_expert: 0,
-            n_expert_used: 0,
-            n_ff_exp: 0,
+        let dense = Dims::dense;
+        let llada2 = |n_embd, n_head, n_head_kv, head_dim, n_ff, n_vocab| Dims {
+            head_dim,
+            n_rot: head_dim / 2,
+            ..dense(n_embd, n_head, n_head_kv, n_ff, n_vocab)
         };
         let dims = match (arch, shape) {
             (Arch::Llada, Shape::Tiny) => dense(256, 4, 4, 512, 512),
             (Arch::Dream, Shape::Tiny) => dense(256, 4, 2, 768, 512),
             (Arch::LladaMoe, Shape::Tiny) => Dims {
-                n_embd: 256,
-                n_head: 4,
-                n_head_kv: 4,
-                n_ff: 512,
-                n_vocab: 512,
                 n_expert: 8,
                 n_expert_used: 2,
                 n_ff_exp: 256,
+                ..dense(256, 4, 4, 512, 512)
+            },
+            // Q is wider than the embedding (4 heads of 128 over d=256), as in Qwen3-MoE.
+            (Arch::Rnd1, Shape::Tiny) => Dims {
+                n_expert: 8,
+                n_expert_used: 3,
+                n_ff_exp: 256,
+                head_dim: 128,
+                ..dense(256, 4, 2, 768, 512)
+            },
+            (Arch::Llada2, Shape::Tiny) => Dims {
+                n_expert: 16,
+                n_expert_used: 4,
+                n_ff_exp: 256,
+                n_expert_shared: 1,
+                n_ff_shexp: 256,
+                n_dense_lead: 1,
+                n_group: 4,
+                n_group_used: 2,
+                ..llada2(256, 4, 2, 64, 512, 512)
+            },
+            (Arch::Llada2, _) | (_, Shape::Llada2Mini) => Dims {
+                n_expert: 256,
+                n_expert_used: 8,
+                n_ff_exp: 512,
+                n_expert_shared: 1,
+                n_ff_shexp: 512,
+                n_dense_lead: 1,
+                n_group: 8,
+                n_group_used: 4,
+                ..llada2(2048, 16, 4, 128, 5120, 157_184)
+            },
+            (Arch::Rnd1, _) | (_, Shape::Rnd1_30b) => Dims {
+                n_expert: 128,
+                n_expert_used: 8,
+                n_ff_exp: 768,
+                head_dim: 128,
+                ..dense(2048, 32, 4, 6144, 151_936)
             },
             (Arch::LladaMoe, _) | (_, Shape::LladaMoe7b) => Dims {
-                n_embd: 2048,
-                n_head: 16,
-                n_head_kv: 16,
-                n_ff: 8192,
-                n_vocab: 157_184,
                 n_expert: 64,
                 n_expert_used: 8,
                 n_ff_exp: 1024,
+                ..dense(2048, 16, 16, 8192, 157_184)
             },
             (_, Shape::Llada8b) => dense(4096, 32, 32, 12_288, 126_464),
             (_, Shape::Dream7b) => dense(3584, 28, 4, 18_944, 152_064),
@@ -183,6 +281,7 @@ impl FixtureSpec {
             quant,
             tied: false,
             seed: 0,
+            bailingmoe2_twin: false,
         }
     }
 
@@ -191,7 +290,8 @@ impl FixtureSpec {
         let real = match self.arch {
             Arch::Llada => 126_336,
             Arch::Dream => 151_666,
-            Arch::LladaMoe => 156_895,
+            Arch::LladaMoe | Arch::Llada2 => 156_895,
+            Arch::Rnd1 => 151_669,
         };
         if real < self.dims.n_vocab {
             real as u32
@@ -314,11 +414,18 @@ pub fn build(spec: &FixtureSpec) -> Result<GgufWriter> {
         return Err(Error::Fixture("need at least one layer and 260 tokens"));
     }
     if spec.arch.is_moe() != (d.n_expert > 0) {
-        return Err(Error::Fixture("experts are for llada-moe only"));
+        return Err(Error::Fixture("experts are for the MoE architectures only"));
     }
-    let arch = spec.arch.name();
+    if spec.bailingmoe2_twin && spec.arch != Arch::Llada2 {
+        return Err(Error::Fixture("the bailingmoe2 twin is LLaDA2's layout"));
+    }
+    let arch = if spec.bailingmoe2_twin {
+        "bailingmoe2"
+    } else {
+        spec.arch.name()
+    };
     let key = |s: &str| format!("{arch}.{s}");
-    let hd = d.n_embd / d.n_head;
+    let hd = d.head();
     let mut w = GgufWriter::new();
     w.add_metadata("general.architecture", arch)?;
     w.add_metadata(
@@ -333,21 +440,46 @@ pub fn build(spec: &FixtureSpec) -> Result<GgufWriter> {
     w.add_metadata(&key("feed_forward_length"), d.n_ff as u32)?;
     w.add_metadata(&key("attention.head_count"), d.n_head as u32)?;
     w.add_metadata(&key("attention.head_count_kv"), d.n_head_kv as u32)?;
+    if d.head_dim != 0 {
+        w.add_metadata(&key("attention.key_length"), hd as u32)?;
+        w.add_metadata(&key("attention.value_length"), hd as u32)?;
+    }
     let (base, eps) = match spec.arch {
         Arch::Llada => (500_000.0f32, 1e-5f32),
         Arch::Dream => (1_000_000.0, 1e-6),
         Arch::LladaMoe => (50_000.0, 1e-5),
+        Arch::Rnd1 => (1_000_000.0, 1e-6),
+        Arch::Llada2 => (600_000.0, 1e-6),
     };
     w.add_metadata(&key("rope.freq_base"), base)?;
     w.add_metadata(&key("attention.layer_norm_rms_epsilon"), eps)?;
-    w.add_metadata(&key("rope.dimension_count"), hd as u32)?;
-    w.add_metadata(&key("attention.causal"), false)?;
+    w.add_metadata(&key("rope.dimension_count"), d.rot() as u32)?;
+    // LLaDA2's converter writes no causal key (its attention is block-causal).
+    if spec.arch != Arch::Llada2 {
+        w.add_metadata(&key("attention.causal"), false)?;
+    }
     if spec.arch.is_moe() {
         w.add_metadata(&key("expert_count"), d.n_expert as u32)?;
         w.add_metadata(&key("expert_used_count"), d.n_expert_used as u32)?;
         w.add_metadata(&key("expert_feed_forward_length"), d.n_ff_exp as u32)?;
     }
-    if spec.arch != Arch::Dream {
+    if spec.arch == Arch::Llada2 {
+        // As the BailingMoE-v2 converter writes them (LLaDA2.0-mini: sigmoid gating,
+        // normalised weights times 2.5, 8 groups of which 4 are used).
+        w.add_metadata(&key("leading_dense_block_count"), d.n_dense_lead as u32)?;
+        w.add_metadata(&key("expert_shared_count"), d.n_expert_shared as u32)?;
+        w.add_metadata(
+            &key("expert_shared_feed_forward_length"),
+            d.n_ff_shexp as u32,
+        )?;
+        w.add_metadata(&key("expert_weights_scale"), 2.5f32)?;
+        w.add_metadata(&key("expert_weights_norm"), true)?;
+        w.add_metadata(&key("expert_gating_func"), 2u32)?;
+        w.add_metadata(&key("expert_group_count"), d.n_group as u32)?;
+        w.add_metadata(&key("expert_group_used_count"), d.n_group_used as u32)?;
+    }
+    // Dream's and RND1's converters write no shift key (llama-diffusion-cli: shifted).
+    if !matches!(spec.arch, Arch::Dream | Arch::Rnd1) {
         w.add_metadata("diffusion.shift_logits", false)?;
     }
     vocab::add_vocab(&mut w, d.n_vocab, spec.mask_token_id())?;
@@ -402,33 +534,58 @@ pub fn build(spec: &FixtureSpec) -> Result<GgufWriter> {
     for il in 0..spec.n_layer {
         let p = |s: &str| format!("blk.{il}.{s}");
         f32v(&mut w, &mut rng, &p("attn_norm.weight"), d.n_embd, 1.0, 0.1)?;
-        mat(
-            &mut w,
-            &mut rng,
-            &p("attn_q.weight"),
-            main,
-            d.n_embd,
-            q_dim,
-            2.0 * sig(d.n_embd),
-        )?;
-        mat(
-            &mut w,
-            &mut rng,
-            &p("attn_k.weight"),
-            main,
-            d.n_embd,
-            kv_dim,
-            2.0 * sig(d.n_embd),
-        )?;
-        mat(
-            &mut w,
-            &mut rng,
-            &p("attn_v.weight"),
-            high,
-            d.n_embd,
-            kv_dim,
-            sig(d.n_embd),
-        )?;
+        if spec.arch.fused_qkv() {
+            // Q and K rows at 2/sqrt(k), V rows at 1/sqrt(k), in one tensor: drawn as two
+            // matrices of the same type, concatenated along the output rows.
+            let mut qk = random_matrix(
+                &mut rng,
+                main,
+                q_dim + kv_dim,
+                d.n_embd,
+                2.0 * sig(d.n_embd),
+            )?;
+            qk.extend(random_matrix(
+                &mut rng,
+                main,
+                kv_dim,
+                d.n_embd,
+                sig(d.n_embd),
+            )?);
+            w.add_tensor(
+                &p("attn_qkv.weight"),
+                &[d.n_embd as u64, (q_dim + 2 * kv_dim) as u64],
+                main,
+                qk,
+            )?;
+        } else {
+            mat(
+                &mut w,
+                &mut rng,
+                &p("attn_q.weight"),
+                main,
+                d.n_embd,
+                q_dim,
+                2.0 * sig(d.n_embd),
+            )?;
+            mat(
+                &mut w,
+                &mut rng,
+                &p("attn_k.weight"),
+                main,
+                d.n_embd,
+                kv_dim,
+                2.0 * sig(d.n_embd),
+            )?;
+            mat(
+                &mut w,
+                &mut rng,
+                &p("attn_v.weight"),
+                high,
+                d.n_embd,
+                kv_dim,
+                sig(d.n_embd),
+            )?;
+        }
         if spec.arch == Arch::Dream {
             f32v(&mut w, &mut rng, &p("attn_q.bias"), q_dim, 0.0, 0.2)?;
             f32v(&mut w, &mut rng, &p("attn_k.bias"), kv_dim, 0.0, 0.2)?;
@@ -448,7 +605,7 @@ pub fn build(spec: &FixtureSpec) -> Result<GgufWriter> {
             0.5 * sig(q_dim),
         )?;
         f32v(&mut w, &mut rng, &p("ffn_norm.weight"), d.n_embd, 1.0, 0.1)?;
-        if spec.arch.is_moe() {
+        if spec.arch.is_moe() && il >= d.n_dense_lead {
             let (e, ff) = (d.n_expert, d.n_ff_exp);
             let gate_inp = random_matrix(&mut rng, GgmlType::F32, e, d.n_embd, sig(d.n_embd))?;
             w.add_tensor(
@@ -469,6 +626,39 @@ pub fn build(spec: &FixtureSpec) -> Result<GgufWriter> {
                 };
                 let data = random_matrix(&mut rng, ty, n * e, k, sigma)?;
                 w.add_tensor(&p(name), &[k as u64, n as u64, e as u64], ty, data)?;
+            }
+            if spec.arch == Arch::Llada2 {
+                // Selection bias of the size a trained router's correction has next to
+                // sigmoid probabilities.
+                f32v(&mut w, &mut rng, &p("exp_probs_b.bias"), e, 0.0, 0.05)?;
+                let sh = d.n_ff_shexp * d.n_expert_shared;
+                mat(
+                    &mut w,
+                    &mut rng,
+                    &p("ffn_gate_shexp.weight"),
+                    main,
+                    d.n_embd,
+                    sh,
+                    sig(d.n_embd),
+                )?;
+                mat(
+                    &mut w,
+                    &mut rng,
+                    &p("ffn_up_shexp.weight"),
+                    main,
+                    d.n_embd,
+                    sh,
+                    sig(d.n_embd),
+                )?;
+                mat(
+                    &mut w,
+                    &mut rng,
+                    &p("ffn_down_shexp.weight"),
+                    high,
+                    sh,
+                    d.n_embd,
+                    0.5 * sig(sh),
+                )?;
             }
         } else {
             mat(

@@ -1,4 +1,4 @@
-//! Model graphs for the GGUF architectures `llada`, `dream` and `llada-moe`: hyperparameters
+//! Model graphs for the GGUF architectures `llada`, `dream`, `llada-moe`, `rnd1` and `llada2`: hyperparameters
 //! from metadata, weights from the mapped file, and a forward pass over a whole canvas on a
 //! compute backend (CPU now, CUDA later).
 //!
@@ -25,9 +25,9 @@ mod weights;
 
 pub use arch::{Arch, RopeStyle};
 pub use backend::Backend;
-pub use config::{Config, MoeConfig};
+pub use config::{Config, Gating, MoeConfig};
 pub use cpu::CpuBackend;
 pub use error::{Error, Result};
-pub use model::{KvCache, Model, PartTimes};
+pub use model::{DEFAULT_BLOCK, KvCache, Model, PartTimes};
 pub use preset::Preset;
 pub use quantize::quantize;

@@ -10,10 +10,13 @@ use lacuna_sampler::Pass;
 
 use crate::backend::{AttnShape, Backend, RopeParams};
 use crate::cpu::CpuBackend;
-use crate::weights::{Ffn, Linear, Loader, Weights};
+use crate::weights::{Dense, Ffn, Linear, Loader, Qkv, Weights};
 use crate::{Arch, Config, Error, Result};
 
 mod moe;
+
+/// LLaDA2's default block length (its generate code's `block_length=32`).
+pub const DEFAULT_BLOCK: usize = 32;
 
 /// Wall time spent in each part of the forward passes since the last reset.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -56,8 +59,11 @@ struct Scratch {
 /// keeps one per canvas and swaps it in around each pass with [`Model::swap_cache`].
 #[derive(Debug, Default)]
 pub struct KvCache {
-    /// The canvas length the cache holds; 0 when empty or after a failed pass.
+    /// The canvas length the cache holds (block-causal: the positions up to the last
+    /// window's end); 0 when empty or after a failed pass.
     len: usize,
+    /// The attention block length the cache was computed with.
+    block: Option<usize>,
     /// `[layer][position x kv_dim]`.
     k: Vec<Vec<f32>>,
     /// `[layer][position x kv_dim]`.
@@ -92,6 +98,8 @@ pub struct Model<B: Backend = CpuBackend> {
     scratch: Scratch,
     cache: KvCache,
     times: PartTimes,
+    /// Block length of block-causal attention (LLaDA2), `None` = bidirectional.
+    attn_block: Option<usize>,
 }
 
 impl<B: Backend> std::fmt::Debug for Model<B> {
@@ -130,6 +138,7 @@ impl<B: Backend> Model<B> {
             });
         }
         let weights = loader.load(&config)?;
+        let attn_block = config.arch.block_causal().then_some(DEFAULT_BLOCK);
         Ok(Model {
             file,
             config,
@@ -139,7 +148,33 @@ impl<B: Backend> Model<B> {
             scratch: Scratch::default(),
             cache: KvCache::default(),
             times: PartTimes::default(),
+            attn_block,
         })
+    }
+
+    /// The block length of block-causal attention, `None` when attention is
+    /// bidirectional (every architecture but LLaDA2).
+    pub fn attention_block(&self) -> Option<usize> {
+        self.attn_block
+    }
+
+    /// Sets the block length of LLaDA2's block-causal attention: position `p` attends to
+    /// the positions before `(p / block + 1) * block`. LLaDA2's generate code builds this
+    /// mask from the sampler's block length, so a generation sets both alike; 1 is plain
+    /// causal attention (the autoregressive BailingMoE-v2 graph). Errors for 0 and for
+    /// bidirectional architectures. A cache computed with another block length is not
+    /// reused by window passes.
+    pub fn set_attention_block(&mut self, block: usize) -> Result<()> {
+        if !self.config.arch.block_causal() {
+            return Err(Error::NotBlockCausal {
+                arch: self.config.arch,
+            });
+        }
+        if block == 0 {
+            return Err(Error::ZeroAttentionBlock);
+        }
+        self.attn_block = Some(block);
+        Ok(())
     }
 
     /// The hyperparameters.
@@ -246,7 +281,16 @@ impl<B: Backend> Model<B> {
         if w.start >= w.end || w.end > t {
             return Err(bad(w.end));
         }
-        if self.cache.len != t {
+        // Bidirectional: the window attends to every position, so the cache must hold this
+        // canvas. Block-causal: a position sees only the blocks up to its own, so a window
+        // needs the keys and values of the positions before it, which earlier passes on the
+        // same prefix left (the canvas may have grown since, block by block).
+        let filled = self.cache.block == self.attn_block
+            && match self.attn_block {
+                None => self.cache.len == t,
+                Some(_) => self.cache.len >= w.start,
+            };
+        if !filled {
             return Err(Error::CacheNotFilled {
                 len: t,
                 cached: self.cache.len,
@@ -327,7 +371,8 @@ impl<B: Backend> Model<B> {
         let mut cache = match pass {
             Pass::Full => None,
             Pass::Fill | Pass::Window(_) => {
-                // Invalid until this pass has written every layer.
+                // Invalid until this pass has written every layer. (Growing keeps the
+                // positions already cached: the layout is position-major per layer.)
                 self.cache.len = 0;
                 self.cache.prepare(cfg.n_layer, t_all, kvd);
                 Some(&mut self.cache)
@@ -353,6 +398,7 @@ impl<B: Backend> Model<B> {
         let (mut gemm, mut attention) = (Duration::ZERO, Duration::ZERO);
         let rope = RopeParams {
             style: cfg.arch.rope_style(),
+            n_rot: cfg.n_rot,
             freq_base: cfg.rope_freq_base,
             freq_scale: cfg.rope_freq_scale,
         };
@@ -363,6 +409,8 @@ impl<B: Backend> Model<B> {
             n_head_kv: cfg.n_head_kv,
             head_dim: cfg.head_dim,
             scale: 1.0 / (cfg.head_dim as f32).sqrt(),
+            pos0,
+            block: self.attn_block,
         };
         let mut cur_t = t;
         for (il, layer) in self.weights.layers.iter().enumerate() {
@@ -380,12 +428,30 @@ impl<B: Backend> Model<B> {
                 ),
                 None => (buf(&mut s.k, t * kvd), buf(&mut s.v, t * kvd)),
             };
-            for (lin, y) in [
-                (&layer.q, &mut *q),
-                (&layer.k, &mut *k),
-                (&layer.v, &mut *v),
-            ] {
-                linear(be, lin, &s.xn[..t * d], t, y, &mut gemm, &mut other)?;
+            match &layer.qkv {
+                Qkv::Split {
+                    q: wq,
+                    k: wk,
+                    v: wv,
+                } => {
+                    for (lin, y) in [(wq, &mut *q), (wk, &mut *k), (wv, &mut *v)] {
+                        linear(be, lin, &s.xn[..t * d], t, y, &mut gemm, &mut other)?;
+                    }
+                }
+                Qkv::Fused(lin) => {
+                    // One `[t x (q + 2 kv)]` product, then each row split into Q, K and V
+                    // (llama.cpp's `build_qkv` views of `wqkv`'s output).
+                    let fused = buf(&mut s.gate, t * lin.n);
+                    linear(be, lin, &s.xn[..t * d], t, fused, &mut gemm, &mut other)?;
+                    let c = Instant::now();
+                    let qd = cfg.q_dim();
+                    for (i, row) in fused.chunks_exact(lin.n).enumerate() {
+                        q[i * qd..(i + 1) * qd].copy_from_slice(&row[..qd]);
+                        k[i * kvd..(i + 1) * kvd].copy_from_slice(&row[qd..qd + kvd]);
+                        v[i * kvd..(i + 1) * kvd].copy_from_slice(&row[qd + kvd..]);
+                    }
+                    other += c.elapsed();
+                }
             }
             let c = Instant::now();
             if let (Some(qn), Some(kn)) = (&layer.q_norm, &layer.k_norm) {
@@ -396,8 +462,8 @@ impl<B: Backend> Model<B> {
                 tmp.copy_from_slice(k);
                 be.rms_norm(tmp, kn, cfg.rms_eps, k)?;
             }
-            be.rope(q, t, pos0, cfg.head_dim, rope);
-            be.rope(k, t, pos0, cfg.head_dim, rope);
+            be.rope(q, t, pos0, cfg.head_dim, rope)?;
+            be.rope(k, t, pos0, cfg.head_dim, rope)?;
             other += c.elapsed();
 
             let c = Instant::now();
@@ -430,21 +496,32 @@ impl<B: Backend> Model<B> {
             other += c.elapsed();
 
             match &layer.ffn {
-                Ffn::Dense { gate, up, down } => {
-                    let g = buf(&mut s.gate, cur_t * gate.n);
-                    let u = buf(&mut s.up, cur_t * up.n);
-                    linear(be, gate, xn, cur_t, g, &mut gemm, &mut other)?;
-                    linear(be, up, xn, cur_t, u, &mut gemm, &mut other)?;
-                    let c = Instant::now();
-                    let act = buf(&mut s.act, cur_t * gate.n);
-                    be.swiglu(g, u, act)?;
-                    other += c.elapsed();
-                    linear(be, down, act, cur_t, proj, &mut gemm, &mut other)?;
+                Ffn::Dense(ffn) => {
+                    let bufs = DenseBufs {
+                        gate: &mut s.gate,
+                        up: &mut s.up,
+                        act: &mut s.act,
+                    };
+                    dense(be, ffn, xn, cur_t, proj, bufs, &mut gemm, &mut other)?;
                 }
                 Ffn::Moe(experts) => {
                     let c = Instant::now();
                     moe::moe_ffn(be, experts, xn, cur_t, d, proj, &mut s.moe)?;
                     gemm += c.elapsed();
+                    if let Some(shared) = &experts.shared {
+                        // llama.cpp: `moe_out + ffn_shexp`, the shared block on the same
+                        // normalised input.
+                        let y = buf(&mut s.rows, cur_t * d);
+                        let bufs = DenseBufs {
+                            gate: &mut s.gate,
+                            up: &mut s.up,
+                            act: &mut s.act,
+                        };
+                        dense(be, shared, xn, cur_t, y, bufs, &mut gemm, &mut other)?;
+                        let c = Instant::now();
+                        add_in_place(proj, y);
+                        other += c.elapsed();
+                    }
                 }
             }
             let c = Instant::now();
@@ -476,10 +553,46 @@ impl<B: Backend> Model<B> {
         tm.other += other;
         tm.passes += 1;
         if let Some(c) = cache {
-            c.len = t_all;
+            // Block-causal: the positions up to the window's end are exact now; any cached
+            // beyond it belong to a longer canvas of earlier passes and are not kept.
+            c.len = match (pass, self.attn_block) {
+                (Pass::Window(w), Some(_)) => w.end,
+                _ => t_all,
+            };
+            c.block = self.attn_block;
         }
         Ok(())
     }
+}
+
+/// Reused buffers of a dense SwiGLU block.
+struct DenseBufs<'a> {
+    gate: &'a mut Vec<f32>,
+    up: &'a mut Vec<f32>,
+    act: &'a mut Vec<f32>,
+}
+
+/// `y = down(silu(gate(x)) * up(x))` over `t` rows.
+#[allow(clippy::too_many_arguments)]
+fn dense<B: Backend>(
+    be: &mut B,
+    ffn: &Dense<B::Weight>,
+    x: &[f32],
+    t: usize,
+    y: &mut [f32],
+    bufs: DenseBufs<'_>,
+    gemm: &mut Duration,
+    other: &mut Duration,
+) -> Result<()> {
+    let g = buf(bufs.gate, t * ffn.gate.n);
+    let u = buf(bufs.up, t * ffn.up.n);
+    linear(be, &ffn.gate, x, t, g, gemm, other)?;
+    linear(be, &ffn.up, x, t, u, gemm, other)?;
+    let c = Instant::now();
+    let act = buf(bufs.act, t * ffn.gate.n);
+    be.swiglu(g, u, act)?;
+    *other += c.elapsed();
+    linear(be, &ffn.down, act, t, y, gemm, other)
 }
 
 fn add_in_place(x: &mut [f32], y: &[f32]) {

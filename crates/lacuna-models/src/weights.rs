@@ -19,12 +19,8 @@ pub(crate) struct Linear<W> {
 #[derive(Debug)]
 pub(crate) enum Ffn<W> {
     /// `down(silu(gate(x)) * up(x))`.
-    Dense {
-        gate: Linear<W>,
-        up: Linear<W>,
-        down: Linear<W>,
-    },
-    /// Softmax-routed experts, each a dense SwiGLU block without biases.
+    Dense(Dense<W>),
+    /// Routed experts, each a dense SwiGLU block without biases.
     Moe(Experts<W>),
 }
 
@@ -34,18 +30,42 @@ pub(crate) struct Experts<W> {
     pub(crate) cfg: MoeConfig,
     /// `[n_expert x n_embd]` router.
     pub(crate) router: W,
+    /// Per-expert bias added to the router probabilities for selection only
+    /// (`exp_probs_b.bias`, DeepSeek-V3's correction; LLaDA2).
+    pub(crate) probs_bias: Option<Vec<f32>>,
     pub(crate) gate: Vec<W>,
     pub(crate) up: Vec<W>,
     pub(crate) down: Vec<W>,
+    /// The shared experts as one dense SwiGLU block (`ffn_{gate,up,down}_shexp`), run on
+    /// every token and added to the routed output.
+    pub(crate) shared: Option<Dense<W>>,
+}
+
+/// A dense SwiGLU block: `down(silu(gate(x)) * up(x))`.
+#[derive(Debug)]
+pub(crate) struct Dense<W> {
+    pub(crate) gate: Linear<W>,
+    pub(crate) up: Linear<W>,
+    pub(crate) down: Linear<W>,
+}
+
+/// The query, key and value projections: separate, or one fused `attn_qkv` whose output
+/// rows are Q, then K, then V.
+#[derive(Debug)]
+pub(crate) enum Qkv<W> {
+    Split {
+        q: Linear<W>,
+        k: Linear<W>,
+        v: Linear<W>,
+    },
+    Fused(Linear<W>),
 }
 
 /// One transformer block.
 #[derive(Debug)]
 pub(crate) struct Layer<W> {
     pub(crate) attn_norm: Vec<f32>,
-    pub(crate) q: Linear<W>,
-    pub(crate) k: Linear<W>,
-    pub(crate) v: Linear<W>,
+    pub(crate) qkv: Qkv<W>,
     pub(crate) o: Linear<W>,
     pub(crate) q_norm: Option<Vec<f32>>,
     pub(crate) k_norm: Option<Vec<f32>>,
@@ -199,25 +219,41 @@ impl<B: Backend> Loader<'_, B> {
             } else {
                 (None, None)
             };
+            let dense = |name: &str, ff: usize| -> Result<Dense<B::Weight>> {
+                Ok(Dense {
+                    gate: self.linear_no_bias(&p(&format!("ffn_gate{name}")), d, ff)?,
+                    up: self.linear_no_bias(&p(&format!("ffn_up{name}")), d, ff)?,
+                    down: self.linear_no_bias(&p(&format!("ffn_down{name}")), ff, d)?,
+                })
+            };
             let ffn = match cfg.moe {
-                None => Ffn::Dense {
-                    gate: self.linear_no_bias(&p("ffn_gate"), d, cfg.n_ff)?,
-                    up: self.linear_no_bias(&p("ffn_up"), d, cfg.n_ff)?,
-                    down: self.linear_no_bias(&p("ffn_down"), cfg.n_ff, d)?,
-                },
-                Some(m) => Ffn::Moe(Experts {
+                Some(m) if il >= m.n_dense_lead => Ffn::Moe(Experts {
                     cfg: m,
                     router: self.matrix(&p("ffn_gate_inp.weight"), d, m.n_expert)?,
+                    probs_bias: self.opt_vector(&p("exp_probs_b.bias"), m.n_expert)?,
                     gate: self.experts(&p("ffn_gate_exps.weight"), d, m.n_ff_exp, m.n_expert)?,
                     up: self.experts(&p("ffn_up_exps.weight"), d, m.n_ff_exp, m.n_expert)?,
                     down: self.experts(&p("ffn_down_exps.weight"), m.n_ff_exp, d, m.n_expert)?,
+                    shared: if m.n_expert_shared > 0 {
+                        Some(dense("_shexp", m.n_ff_shared)?)
+                    } else {
+                        None
+                    },
                 }),
+                _ => Ffn::Dense(dense("", cfg.n_ff)?),
+            };
+            let qkv = if cfg.arch.fused_qkv() {
+                Qkv::Fused(self.linear(&p("attn_qkv"), d, cfg.q_dim() + 2 * cfg.kv_dim())?)
+            } else {
+                Qkv::Split {
+                    q: self.linear(&p("attn_q"), d, cfg.q_dim())?,
+                    k: self.linear(&p("attn_k"), d, cfg.kv_dim())?,
+                    v: self.linear(&p("attn_v"), d, cfg.kv_dim())?,
+                }
             };
             layers.push(Layer {
                 attn_norm: self.vector(&p("attn_norm.weight"), d)?,
-                q: self.linear(&p("attn_q"), d, cfg.q_dim())?,
-                k: self.linear(&p("attn_k"), d, cfg.kv_dim())?,
-                v: self.linear(&p("attn_v"), d, cfg.kv_dim())?,
+                qkv,
                 o: self.linear_no_bias(&p("attn_output"), cfg.q_dim(), d)?,
                 q_norm,
                 k_norm,

@@ -4,7 +4,9 @@
 //!
 //! Each sampler is a transcription of the model's official sampling code (not of llama.cpp's
 //! diffusion example, which deviates from it): [`llada::generate`] follows ML-GSAI/LLaDA
-//! `generate.py`, [`dream::generate`] follows Dream's `generation_utils.py`, and both offer
+//! `generate.py`, [`dream::generate`] follows Dream's `generation_utils.py`,
+//! [`llada2::generate`] follows LLaDA2's `modeling_llada2_moe.py` (block by block, confidence
+//! threshold, LLaDA2.1's editing as an option), and the first two offer
 //! Fast-dLLM's confidence-threshold parallel decoding as an opt-in [`ParallelConfig`]. All
 //! randomness comes from one [`UniformSource`] in a documented order, so a seed fixes the
 //! output. `tools/sampler-ref` holds a numpy transcription of the official code that wrote the
@@ -52,6 +54,7 @@ pub mod denoiser;
 pub mod dream;
 pub mod error;
 pub mod llada;
+pub mod llada2;
 pub mod math;
 pub mod output;
 pub mod parallel;
@@ -64,6 +67,7 @@ pub use denoiser::{Denoiser, Pass};
 pub use dream::{DreamAlg, DreamConfig};
 pub use error::{ConfigError, Error};
 pub use llada::{LladaConfig, Remasking};
+pub use llada2::{Editing, Llada2Config};
 pub use output::{Finish, Generation, Stats, StepView};
 pub use parallel::{ParallelConfig, ParallelRule};
 pub use rng::{ReplayDraws, UniformSource, Xoshiro256PlusPlus};

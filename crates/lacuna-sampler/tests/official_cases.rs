@@ -1,13 +1,13 @@
 //! Replays the cases that `tools/sampler-ref/make_cases.py` produced by running a numpy
 //! transcription of the official samplers (LLaDA `generate.py`, Dream `generation_utils.py`,
-//! Fast-dLLM) on a toy model, and requires identical commits, draws and final canvas.
+//! Fast-dLLM, LLaDA2.0/2.1 `modeling_llada2_moe.py`) on a toy model, and requires identical commits, draws and final canvas.
 
 mod common;
 
 use common::ToyModel;
 use lacuna_sampler::{
-    CachePolicy, DreamAlg, DreamConfig, Finish, Generation, LladaConfig, ParallelConfig,
-    ParallelRule, Remasking, ReplayDraws, dream, llada,
+    CachePolicy, DreamAlg, DreamConfig, Editing, Finish, Generation, Llada2Config, LladaConfig,
+    ParallelConfig, ParallelRule, Remasking, ReplayDraws, dream, llada, llada2,
 };
 use serde::Deserialize;
 use std::path::PathBuf;
@@ -27,6 +27,14 @@ struct Config {
     alg_temp: Option<f32>,
     top_p: Option<f64>,
     top_k: Option<usize>,
+    editing: Option<EditingCase>,
+}
+
+#[derive(Debug, Deserialize)]
+struct EditingCase {
+    threshold: f64,
+    max_post_steps: usize,
+    num_to_transfer: usize,
 }
 
 #[derive(Debug, Deserialize)]
@@ -138,6 +146,27 @@ fn run(case: &Case, keep_after_eos: bool) -> (Generation, Vec<Vec<usize>>, Repla
             };
             dream::generate(&mut model, &case.prompt, &config, &mut draws, on_step)
         }
+        "llada2" => {
+            let config = Llada2Config {
+                gen_length: c.gen_length,
+                block_length: c.block_length.expect("llada2 case has block_length"),
+                steps: c.steps,
+                threshold: c.threshold.expect("llada2 case has threshold"),
+                temperature: c.temperature,
+                top_k: c.top_k,
+                top_p: c.top_p,
+                editing: c.editing.as_ref().map(|e| Editing {
+                    threshold: e.threshold,
+                    max_post_steps: e.max_post_steps,
+                    num_to_transfer: e.num_to_transfer,
+                }),
+                mask_id: Some(case.mask_id),
+                eos_ids: vec![case.eos_id],
+                keep_after_eos,
+                cache: CachePolicy::None,
+            };
+            llada2::generate(&mut model, &case.prompt, &config, &mut draws, on_step)
+        }
         other => panic!("unknown family {other}"),
     };
     (generation.expect("case runs"), steps, draws)
@@ -148,8 +177,8 @@ fn the_committed_cases_are_all_present() {
     let cases = load_cases();
     assert_eq!(
         cases.len(),
-        28,
-        "tools/sampler-ref/make_cases.py writes 28 cases"
+        36,
+        "tools/sampler-ref/make_cases.py writes 36 cases"
     );
     assert!(
         cases.iter().any(|c| !c.draws24.is_empty()),

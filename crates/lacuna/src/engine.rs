@@ -237,6 +237,9 @@ impl Engine {
         let Engine {
             model, prep, pool, ..
         } = self;
+        if let Some(block) = prepared.attention_block() {
+            model.set_attention_block(block)?;
+        }
         pool.install(|| {
             run::run(
                 model,

@@ -45,7 +45,8 @@ pub use lacuna_models as models;
 pub use lacuna_quant as quant;
 pub use lacuna_sampler as sampler;
 pub use lacuna_sampler::{
-    CachePolicy, DreamAlg, Finish, ParallelConfig, ParallelRule, Remasking, Stats, StepView,
+    CachePolicy, DreamAlg, Editing, Finish, ParallelConfig, ParallelRule, Remasking, Stats,
+    StepView,
 };
 pub use lacuna_tokenizer as tokenizer;
 pub use lacuna_tokenizer::ChatMessage;

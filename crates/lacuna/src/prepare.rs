@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use lacuna_models::Arch;
-use lacuna_sampler::{DreamConfig, LladaConfig};
+use lacuna_sampler::{DreamConfig, Llada2Config, LladaConfig, ParallelRule};
 use lacuna_tokenizer::{ChatTemplate, Tokenizer};
 
 use crate::request::{GenerateRequest, Prompt};
@@ -41,6 +41,15 @@ impl Prepared {
     pub fn steps(&self) -> usize {
         self.steps
     }
+
+    /// The block length the model's block-causal attention must use (LLaDA2: the sampler's
+    /// block length, as its generate code builds the mask); `None` for the others.
+    pub fn attention_block(&self) -> Option<usize> {
+        match &self.sampler {
+            SamplerConfig::Llada2(c) => Some(c.block_length),
+            _ => None,
+        }
+    }
 }
 
 /// The sampler of the model's family, with its settings.
@@ -48,6 +57,7 @@ impl Prepared {
 pub(crate) enum SamplerConfig {
     Llada(LladaConfig),
     Dream(DreamConfig),
+    Llada2(Llada2Config),
 }
 
 /// What preparing a request needs of a loaded model (shared, read-only).
@@ -136,6 +146,44 @@ impl Preparer {
             belongs_to,
         };
         let config = match arch {
+            Arch::Llada2 => {
+                for (set, name, of) in [
+                    (r.remasking.is_some(), "remasking", "the LLaDA sampler"),
+                    (r.cfg_scale.is_some(), "cfg_scale", "the LLaDA sampler"),
+                    (r.algorithm.is_some(), "algorithm", "the Dream sampler"),
+                    (r.alg_temp.is_some(), "alg_temp", "the Dream sampler"),
+                ] {
+                    if set {
+                        return Err(unsupported(name, of));
+                    }
+                }
+                // LLaDA2's own rule is a confidence threshold (0.95 by default); a
+                // Fast-dLLM threshold replaces its value, the factor rule has no place.
+                let threshold = match r.parallel.map(|p| p.rule) {
+                    None => Llada2Config::default().threshold,
+                    Some(ParallelRule::Threshold(t)) => t,
+                    Some(_) => {
+                        return Err(unsupported(
+                            "parallel factor rule",
+                            "the LLaDA and Dream samplers (LLaDA2 takes a threshold)",
+                        ));
+                    }
+                };
+                SamplerConfig::Llada2(Llada2Config {
+                    gen_length: r.gen_length,
+                    block_length: r.block_length.unwrap_or(lacuna_models::DEFAULT_BLOCK),
+                    steps: r.steps,
+                    threshold,
+                    temperature: r.temperature,
+                    top_k: r.top_k,
+                    top_p: r.top_p,
+                    editing: r.editing,
+                    mask_id: Some(self.mask_id),
+                    eos_ids: self.eos_ids.clone(),
+                    keep_after_eos: r.keep_after_eos,
+                    cache: r.cache,
+                })
+            }
             Arch::Llada | Arch::LladaMoe => {
                 for (set, name) in [
                     (r.algorithm.is_some(), "algorithm"),
@@ -161,7 +209,7 @@ impl Preparer {
                     cache: r.cache,
                 })
             }
-            Arch::Dream => {
+            Arch::Dream | Arch::Rnd1 => {
                 for (set, name) in [
                     (r.remasking.is_some(), "remasking"),
                     (r.cfg_scale.is_some(), "cfg_scale"),
@@ -191,7 +239,11 @@ impl Preparer {
         match &config {
             SamplerConfig::Llada(c) => c.validate()?,
             SamplerConfig::Dream(c) => c.validate()?,
+            SamplerConfig::Llada2(c) => c.validate()?,
         };
+        if r.editing.is_some() && !matches!(config, SamplerConfig::Llada2(_)) {
+            return Err(unsupported("editing", "the LLaDA2 sampler"));
+        }
         Ok(config)
     }
 }

@@ -1,6 +1,6 @@
 //! What to generate: the prompt and the sampler settings, and what comes back.
 
-use lacuna_sampler::{CachePolicy, DreamAlg, ParallelConfig, Remasking, Stats};
+use lacuna_sampler::{CachePolicy, DreamAlg, Editing, ParallelConfig, Remasking, Stats};
 use lacuna_tokenizer::ChatMessage;
 
 /// The prompt of a request.
@@ -48,9 +48,9 @@ pub struct GenerateRequest {
     pub algorithm: Option<DreamAlg>,
     /// *Dream*: temperature of the position draw (default 0).
     pub alg_temp: Option<f32>,
-    /// *Dream*: nucleus threshold.
+    /// *Dream*, *LLaDA2*: nucleus threshold.
     pub top_p: Option<f64>,
-    /// *Dream*: top-k filter.
+    /// *Dream*, *LLaDA2*: top-k filter.
     pub top_k: Option<usize>,
     /// Fast-dLLM parallel decoding instead of the official fixed schedule.
     pub parallel: Option<ParallelConfig>,
@@ -61,6 +61,8 @@ pub struct GenerateRequest {
     pub seed: u64,
     /// Run the whole schedule and keep what follows the first end token.
     pub keep_after_eos: bool,
+    /// *LLaDA2*: LLaDA2.1's token-to-token editing (default none: the LLaDA2.0 loop).
+    pub editing: Option<Editing>,
 }
 
 impl GenerateRequest {
@@ -98,6 +100,7 @@ impl GenerateRequest {
             cache: CachePolicy::None,
             seed: 0,
             keep_after_eos: false,
+            editing: None,
         }
     }
 }

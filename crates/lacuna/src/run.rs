@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use lacuna_sampler::{Denoiser, StepView, Xoshiro256PlusPlus, dream, llada};
+use lacuna_sampler::{Denoiser, StepView, Xoshiro256PlusPlus, dream, llada, llada2};
 use lacuna_tokenizer::Tokenizer;
 
 use crate::Result;
@@ -38,6 +38,7 @@ where
     let generation = match &prepared.sampler {
         SamplerConfig::Llada(c) => llada::generate(denoiser, prompt, c, &mut rng, &mut step),
         SamplerConfig::Dream(c) => dream::generate(denoiser, prompt, c, &mut rng, &mut step),
+        SamplerConfig::Llada2(c) => llada2::generate(denoiser, prompt, c, &mut rng, &mut step),
     }?;
     let text = tokenizer.decode(&generation.tokens)?;
     Ok(Output {

@@ -220,6 +220,7 @@ impl SharedEngine {
         let mut denoiser = InTurn {
             shared: self,
             cache: KvCache::default(),
+            attn_block: prepared.attention_block(),
             cancel,
             vocab: self.prep.tokenizer.n_vocab(),
         };
@@ -257,6 +258,8 @@ pub(crate) enum TurnError {
 struct InTurn<'a> {
     shared: &'a SharedEngine,
     cache: KvCache,
+    /// This generation's LLaDA2 attention block, set on the model at every turn.
+    attn_block: Option<usize>,
     cancel: &'a CancelToken,
     vocab: usize,
 }
@@ -293,6 +296,9 @@ impl Denoiser for InTurn<'_> {
         }
         let mut engine = lock(&self.shared.engine);
         let Engine { model, pool, .. } = &mut *engine;
+        if let Some(block) = self.attn_block {
+            model.set_attention_block(block)?;
+        }
         model.swap_cache(&mut self.cache);
         let result = pool.install(|| model.forward_pass(canvas, pass, rows, out));
         model.swap_cache(&mut self.cache);

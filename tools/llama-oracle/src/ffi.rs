@@ -242,6 +242,10 @@ impl<'m> Session<'m> {
             p.n_threads = threads;
             p.n_threads_batch = threads;
             p.flash_attn_type = sys::LLAMA_FLASH_ATTN_TYPE_DISABLED;
+            // A causal graph (bailingmoe2) stores K and V in the cache; F32 keeps them
+            // unrounded (the default F16 moves logits by ~1e-4).
+            p.type_k = sys::GGML_TYPE_F32;
+            p.type_v = sys::GGML_TYPE_F32;
             p.embeddings = false;
             sys::llama_init_from_model(model.ptr, p)
         };

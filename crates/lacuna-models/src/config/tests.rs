@@ -127,3 +127,80 @@ fn mask_token_id_is_read() {
     .unwrap();
     assert_eq!(c.mask_token_id, Some(999));
 }
+
+/// The LLaDA2 keys on top of the shared base, as the BailingMoE-v2 converter writes them.
+fn llada2(edit: &[(&str, Option<Value>)]) -> Result<Config, Error> {
+    let mut all: Vec<(&str, Option<Value>)> = vec![
+        ("llada2.expert_gating_func", Some(Value::U32(2))),
+        ("llada2.expert_shared_count", Some(Value::U32(1))),
+        ("llada2.expert_feed_forward_length", Some(Value::U32(128))),
+        ("llada2.leading_dense_block_count", Some(Value::U32(1))),
+        ("llada2.expert_weights_norm", Some(Value::Bool(true))),
+        ("llada2.expert_weights_scale", Some(Value::F32(2.5))),
+        ("llada2.expert_group_count", Some(Value::U32(4))),
+        ("llada2.expert_group_used_count", Some(Value::U32(2))),
+        ("llada2.rope.dimension_count", Some(Value::U32(32))),
+    ];
+    all.extend_from_slice(edit);
+    config("llada2", &all)
+}
+
+#[test]
+fn llada2_and_rnd1_read_their_routing() {
+    let c = llada2(&[]).unwrap();
+    assert_eq!((c.head_dim, c.n_rot), (64, 32));
+    let m = c.moe.unwrap();
+    assert_eq!(m.gating, crate::Gating::Sigmoid);
+    assert!(m.norm_weights);
+    assert_eq!((m.n_group, m.n_group_used), (4, 2));
+    assert_eq!(
+        (m.n_expert_shared, m.n_ff_shared, m.n_dense_lead),
+        (1, 128, 1)
+    );
+    assert_eq!(m.weights_scale, 2.5);
+    let c = llada2(&[
+        (
+            "llada2.expert_shared_feed_forward_length",
+            Some(Value::U32(96)),
+        ),
+        ("llada2.expert_shared_count", Some(Value::U32(2))),
+        ("llada2.nextn_predict_layers", Some(Value::U32(1))),
+    ])
+    .unwrap();
+    assert_eq!(c.moe.unwrap().n_ff_shared, 192);
+    assert_eq!(c.n_layer, 1, "NextN layers are not run");
+    let r = config("rnd1", &[]).unwrap();
+    let m = r.moe.unwrap();
+    assert!(m.norm_weights && m.gating == crate::Gating::Softmax);
+    assert!(
+        r.shift_logits,
+        "RND1's converter writes no shift key: shifted"
+    );
+    assert!(!config("llada-moe", &[]).unwrap().moe.unwrap().norm_weights);
+}
+
+#[test]
+fn bad_llada2_and_rnd1_metadata_names_the_key() {
+    let cases: [(&str, Option<Value>); 7] = [
+        ("llada2.rope.dimension_count", Some(Value::U32(128))),
+        ("llada2.rope.dimension_count", Some(Value::U32(7))),
+        ("llada2.expert_gating_func", None),
+        ("llada2.expert_gating_func", Some(Value::U32(4))),
+        ("llada2.expert_group_used_count", Some(Value::U32(4))),
+        ("llada2.leading_dense_block_count", Some(Value::U32(3))),
+        ("llada2.nextn_predict_layers", Some(Value::U32(2))),
+    ];
+    for (key, value) in cases {
+        let e = llada2(&[(key, value.clone())]).unwrap_err();
+        assert!(e.to_string().contains(key), "{key} = {value:?}: {e}");
+    }
+    // Partial RoPE is LLaDA2's only.
+    let e = config(
+        "rnd1",
+        &[("rnd1.rope.dimension_count", Some(Value::U32(32)))],
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("rnd1.rope.dimension_count"), "{e}");
+    let e = config("rnd1", &[("rnd1.expert_used_count", Some(Value::U32(9)))]).unwrap_err();
+    assert!(e.to_string().contains("rnd1.expert_used_count"), "{e}");
+}

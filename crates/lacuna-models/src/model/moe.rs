@@ -1,17 +1,21 @@
-//! The mixture-of-experts feed-forward block of `llada-moe`, as llama.cpp's `build_moe_ffn`
-//! computes it with softmax gating and no weight renormalisation: router logits, softmax
-//! over all experts, the top-k experts by probability (descending), each expert's SwiGLU
-//! output times its probability (times `expert_weights_scale` when that is neither 0
-//! nor 1), summed in selection order.
+//! The mixture-of-experts feed-forward block, as llama.cpp's `build_moe_ffn` computes it:
+//! router logits; softmax over all experts or a sigmoid per expert; for selection only,
+//! the probabilities plus `exp_probs_b` and, with expert groups, every group but the
+//! `n_group_used` best (scored by their two best experts) masked out; the top-k experts
+//! (descending); their unbiased probabilities, divided by their sum when the weights are
+//! normalised (RND1, LLaDA2), times `expert_weights_scale` when that is neither 0 nor 1;
+//! each expert's SwiGLU output times its weight, summed in selection order.
 
-use crate::Result;
 use crate::backend::Backend;
 use crate::weights::Experts;
+use crate::{Gating, MoeConfig, Result};
 
 /// Reused buffers of the MoE block.
 #[derive(Debug, Default)]
 pub(crate) struct MoeScratch {
     probs: Vec<f32>,
+    /// One token's selection scores (probabilities plus bias, groups masked).
+    select: Vec<f32>,
     /// `[t][k]` selected expert per slot.
     sel: Vec<usize>,
     /// `[t][k]` routing weight per slot.
@@ -55,6 +59,72 @@ pub(crate) fn top_k(x: &[f32], k: usize, out: &mut [usize]) {
     out[..k].copy_from_slice(&idx[..k]);
 }
 
+/// ggml's `sigmoid`: `1 / (1 + e^-x)` in f32.
+fn sigmoid_row(x: &mut [f32]) {
+    for v in x.iter_mut() {
+        *v = 1.0 / (1.0 + (-*v).exp());
+    }
+}
+
+/// One token's routing: turns router logits `p` into probabilities in place and writes the
+/// selected experts and their weights (`sel`, `weight`: `n_expert_used` each).
+pub(crate) fn route(
+    m: &MoeConfig,
+    bias: Option<&[f32]>,
+    p: &mut [f32],
+    select: &mut Vec<f32>,
+    sel: &mut [usize],
+    weight: &mut [f32],
+) {
+    let k = m.n_expert_used;
+    match m.gating {
+        Gating::Softmax => softmax_row(p),
+        Gating::Sigmoid => sigmoid_row(p),
+    }
+    select.clear();
+    match bias {
+        Some(b) => select.extend(p.iter().zip(b).map(|(&x, &y)| x + y)),
+        None => select.extend_from_slice(p),
+    }
+    if m.n_group > 1 {
+        // Score each group by the sum of its two best selection scores (ggml: argsort top 2,
+        // sum_rows in f64 rounded to f32); keep the n_group_used best groups.
+        let per = p.len() / m.n_group;
+        let mut top2 = [0usize; 2];
+        let scores: Vec<f32> = select
+            .chunks_exact(per)
+            .map(|g| {
+                top_k(g, 2, &mut top2);
+                (f64::from(g[top2[0]]) + f64::from(g[top2[1]])) as f32
+            })
+            .collect();
+        let mut keep = vec![0usize; m.n_group_used];
+        top_k(&scores, m.n_group_used, &mut keep);
+        for (gi, g) in select.chunks_exact_mut(per).enumerate() {
+            if !keep.contains(&gi) {
+                g.fill(f32::NEG_INFINITY);
+            }
+        }
+    }
+    top_k(select, k, sel);
+    for (w, &e) in weight.iter_mut().zip(sel.iter()) {
+        *w = p[e];
+    }
+    if m.norm_weights {
+        let sum = weight.iter().map(|&w| f64::from(w)).sum::<f64>() as f32;
+        // llama.cpp clamps the sum to the smallest normal f16 against division by zero.
+        let sum = sum.max(6.103_515_6e-5);
+        for w in weight.iter_mut() {
+            *w /= sum;
+        }
+    }
+    if m.weights_scale != 0.0 && m.weights_scale != 1.0 {
+        for w in weight.iter_mut() {
+            *w *= m.weights_scale;
+        }
+    }
+}
+
 /// `out[t x d] = MoE(xn[t x d])`.
 pub(crate) fn moe_ffn<B: Backend>(
     be: &mut B,
@@ -72,15 +142,14 @@ pub(crate) fn moe_ffn<B: Backend>(
     s.sel.resize(t * k, 0);
     s.weight.resize(t * k, 0.0);
     for (ti, p) in probs.chunks_exact_mut(ne).enumerate() {
-        softmax_row(p);
-        top_k(p, k, &mut s.sel[ti * k..(ti + 1) * k]);
-        for slot in 0..k {
-            let mut w = p[s.sel[ti * k + slot]];
-            if m.weights_scale != 0.0 && m.weights_scale != 1.0 {
-                w *= m.weights_scale;
-            }
-            s.weight[ti * k + slot] = w;
-        }
+        route(
+            m,
+            ex.probs_bias.as_deref(),
+            p,
+            &mut s.select,
+            &mut s.sel[ti * k..(ti + 1) * k],
+            &mut s.weight[ti * k..(ti + 1) * k],
+        );
     }
     let slots = grow(&mut s.slots, t * k * d);
     for e in 0..ne {

@@ -1,25 +1,40 @@
 #!/bin/sh
 # Regenerates the reference logits the parity tests compare against: for each architecture
 # and quant mix, the tiny 2-layer fixture (`lacuna fixture`, deterministic) is run through
-# llama.cpp (`tools/llama-oracle`, AVX-512 reference build, flash attention off, non-causal)
-# over TOKENS. Run from the repository root after building both binaries:
+# llama.cpp (`tools/llama-oracle`, AVX-512 reference build, flash attention off) over TOKENS:
+# non-causal for the diffusion architectures llama.cpp has; for LLaDA2, which it lacks, the
+# same weights written as llama.cpp's autoregressive `bailingmoe2` and run causally (LLaDA2's
+# block-causal attention with blocks of 1 is causal attention; K/V cache kept in F32).
+# Run from the repository root after building both binaries:
 #   cargo build --release -p lacuna-cli && tools/llama-oracle/build-ref.sh
 set -e
 TOKENS=1,2,3,4,5,511,511,7,300,42,0,255
 OUT=crates/lacuna-models/tests/data
 TMP=$(mktemp -d)
-for arch in llada dream llada-moe; do
-  for quant in f32 f16 bf16 q8_0 q4_k_m; do
-    target/release/lacuna fixture --arch "$arch" --shape tiny --layers 2 --quant "$quant" \
-      --out "$TMP/$arch-$quant.gguf"
-    tools/llama-oracle/target/release/llama-oracle logits --model "$TMP/$arch-$quant.gguf" \
-      --tokens "$TOKENS" --threads 2 --out "$OUT/$arch-$quant.logits"
-    # FNV-1a 64 of the fixture bytes: the tests check the generator still writes this file.
-    python3 -c 'import sys
+# FNV-1a 64 of a fixture's bytes: the tests check the generator still writes this file.
+fnv64() {
+  python3 -c 'import sys
 h = 0xcbf29ce484222325
 for b in open(sys.argv[1], "rb").read():
     h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
-print("%016x" % h)' "$TMP/$arch-$quant.gguf" > "$OUT/$arch-$quant.fnv64"
+print("%016x" % h)' "$1"
+}
+for arch in llada dream llada-moe rnd1 llada2; do
+  for quant in f32 f16 bf16 q8_0 q4_k_m; do
+    name="$arch-$quant"
+    target/release/lacuna fixture --arch "$arch" --shape tiny --layers 2 --quant "$quant" \
+      --out "$TMP/$name.gguf"
+    fnv64 "$TMP/$name.gguf" > "$OUT/$name.fnv64"
+    if [ "$arch" = llada2 ]; then
+      target/release/lacuna fixture --arch llada2 --shape tiny --layers 2 --quant "$quant" \
+        --bailingmoe2-twin --out "$TMP/twin.gguf"
+      fnv64 "$TMP/twin.gguf" > "$OUT/bailingmoe2-$quant.fnv64"
+      tools/llama-oracle/target/release/llama-oracle logits --model "$TMP/twin.gguf" \
+        --tokens "$TOKENS" --threads 2 --causal --out "$OUT/$name.logits"
+    else
+      tools/llama-oracle/target/release/llama-oracle logits --model "$TMP/$name.gguf" \
+        --tokens "$TOKENS" --threads 2 --out "$OUT/$name.logits"
+    fi
   done
 done
 rm -rf "$TMP"

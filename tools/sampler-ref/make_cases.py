@@ -86,6 +86,17 @@ LLADA2 = [
 ]
 
 
+RND1 = [
+    ("rnd1_greedy", dict(gen_length=12, steps=12)),
+    ("rnd1_few_steps", dict(gen_length=16, steps=5)),
+    ("rnd1_more_steps_than_tokens", dict(gen_length=6, steps=10)),
+    ("rnd1_greedy_temperature", dict(gen_length=12, steps=6, temperature=0.5)),
+    ("rnd1_sampling", dict(gen_length=10, steps=5, temperature=0.8, greedy=False)),
+    ("rnd1_sampling_top_k_top_p", dict(gen_length=10, steps=4, temperature=1.0, greedy=False,
+                                       top_k=6, top_p=0.8)),
+]
+
+
 def prompt_for(rng, n, masks):
     p = [int(t) for t in rng.integers(0, VOCAB, size=n)]
     for i in masks:
@@ -98,7 +109,14 @@ def run_case(name, family, o, seed):
     model = official.ToyModel(VOCAB, 1000 + seed)
     prompt = prompt_for(rng, o.get("prompt_len", 5), o.get("prompt_masks", []))
     pool = official.Draws(int(v) for v in rng.integers(1, 1 << 24, size=400_000))
-    if family == "llada2":
+    if family == "rnd1":
+        cfg = dict(gen_length=o["gen_length"], steps=o["steps"],
+                   temperature=o.get("temperature", 1.0), greedy=o.get("greedy", True),
+                   top_k=o.get("top_k"), top_p=o.get("top_p"))
+        x, history = official.rnd1_generate(
+            model, prompt, cfg["gen_length"], cfg["steps"], cfg["temperature"], cfg["greedy"],
+            cfg["top_k"], cfg["top_p"], MASK, pool)
+    elif family == "llada2":
         cfg = dict(gen_length=o["gen_length"], block_length=o["block_length"], steps=o["steps"],
                    threshold=o["threshold"], temperature=o.get("temperature", 0.0),
                    top_k=o.get("top_k"), top_p=o.get("top_p"), editing=o.get("editing"))
@@ -155,6 +173,8 @@ def main():
         cases.append(run_case(name, "dream", o, 100 + seed))
     for seed, (name, o) in enumerate(LLADA2):
         cases.append(run_case(name, "llada2", o, 200 + seed))
+    for seed, (name, o) in enumerate(RND1):
+        cases.append(run_case(name, "rnd1", o, 300 + seed))
     stale = []
     for c in cases:
         path = os.path.join(OUT, c["name"] + ".json")

@@ -529,3 +529,97 @@ def llada2_generate(model, prompt, gen_length, block_length, steps, threshold, t
         if editing is not None and has_eos and not (generated == mask_id).any():
             break
     return x[:prompt_length + gen_length], history
+
+
+# ---------------------------------------------------------------------------------------------
+# RND1 (Radical Numerics rnd/sampling.py: diffusion_sample, apply_top_k_filtering,
+# apply_top_p_filtering). Lacuna's draw order: in sampling mode one draw per computed row
+# (the rows before the masked positions, ascending) per forward. Entropy counts 0*log(0) as 0
+# (the official code gets NaN once a filter removed a token); a greedy step that committed
+# nothing does not rerun the model (the same canvas gives the same predictions).
+
+
+def rnd1_score(row, temperature, greedy, top_k, top_p, draws):
+    t = np.float32(max(temperature, 1e-8))
+    l = [float(np.float32(x) / t) for x in row]
+    if top_k is not None:
+        keep = set(topk_stable(np.array(l), min(top_k, len(l))))
+        l = [v if i in keep else -math.inf for i, v in enumerate(l)]
+    if top_p is not None and top_p < 1.0:
+        order = topk_stable(np.array(l), len(l))
+        mx = l[order[0]]
+        z = 0.0
+        for i in order:
+            z += math.exp(l[i] - mx)
+        cum, cut = 0.0, False
+        for i in order:
+            if cut:
+                l[i] = -math.inf
+                continue
+            cum += math.exp(l[i] - mx) / z
+            cut = cum > top_p
+    mx = max(l)
+    s = 0.0
+    for x in l:
+        s += math.exp(x - mx)
+    lse = mx + math.log(s)
+    ent = 0.0
+    for x in l:
+        if x > -math.inf:
+            lp = x - lse
+            ent -= math.exp(lp) * lp
+    if greedy:
+        pred = int(np.argmax(np.array(l)))
+    else:
+        u = draws.next()
+        cum, pred, last_nonzero = 0.0, None, 0
+        for i, x in enumerate(l):
+            p = math.exp(x - lse)
+            if p > 0:
+                last_nonzero = i
+            cum += p
+            if cum > u:
+                pred = i
+                break
+        if pred is None:
+            pred = last_nonzero
+    return pred, ent
+
+
+def rnd1_generate(model, prompt, gen_length, num_steps, temperature, greedy, top_k, top_p,
+                  mask_id, draws):
+    """Returns (final canvas, per-step committed positions)."""
+    n0 = len(prompt)
+    x = list(prompt) + [mask_id] * gen_length
+    maskable = [i >= n0 for i in range(len(x))]
+    pred = {}
+
+    def forward():
+        h = model.hash(x)
+        for r in range(n0 - 1, len(x) - 1):
+            if maskable[r + 1]:
+                pred[r + 1] = rnd1_score(model.row(h, r), temperature, greedy, top_k, top_p,
+                                         draws)
+
+    forward()
+    total = gen_length
+    history = []
+    for step in range(num_steps - 1, 0, -1):
+        cutoff = int(np.float32(total) * np.float32(step / num_steps))
+        open_ = [p for p in range(len(x)) if maskable[p]]
+        keep = set(topk_stable(np.array([pred[p][1] for p in open_]), cutoff)) if open_ else set()
+        committed = []
+        for i, p in enumerate(open_):
+            if i not in keep:
+                x[p] = pred[p][0]
+                maskable[p] = False
+                committed.append(p)
+        history.append(sorted(committed))
+        if any(maskable) and (committed or not greedy):
+            forward()
+    rest = [p for p in range(len(x)) if maskable[p]]
+    if rest:
+        for p in rest:
+            x[p] = pred[p][0]
+        history.append(rest)
+    return x, history

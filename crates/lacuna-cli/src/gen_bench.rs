@@ -145,7 +145,7 @@ pub(crate) fn run(
     if cfg.arch == Arch::Dream && req.cache != CachePolicy::None && !dream_blocks {
         bail!("a cached Dream benchmark commits one token per step: give --steps = --gen-length");
     }
-    req.block_length = (cfg.arch != Arch::Dream || dream_blocks).then_some(g.block_length);
+    req.block_length = (cfg.arch.block_wise() || dream_blocks).then_some(g.block_length);
     if dream_blocks {
         req.parallel = Some(ParallelConfig {
             rule: ParallelRule::Threshold(2.0),
@@ -208,6 +208,8 @@ pub(crate) fn run(
     let sampler = match cfg.arch {
         Arch::Dream if dream_blocks => "dream parallel 1 token/step t=0".to_string(),
         Arch::Dream => "dream origin t=0".to_string(),
+        Arch::Rnd1 => "rnd1 entropy greedy".to_string(),
+        Arch::Llada2 => "llada2 threshold 0.95 t=0".to_string(),
         _ => "llada low_confidence t=0".to_string(),
     };
     let path = lacuna::cpu::Path::active().map_or("unknown", |p| p.name());

@@ -147,7 +147,7 @@ impl SamplingArgs {
         r.steps = self.steps;
         r.block_length = self
             .block_length
-            .or((arch != Arch::Dream || parallel).then_some(32));
+            .or((arch.block_wise() || (parallel && arch == Arch::Dream)).then_some(32));
         r.temperature = self.temperature;
         r.remasking = self.remasking.as_deref().map(|s| match s {
             "random" => Remasking::Random,

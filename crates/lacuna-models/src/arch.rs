@@ -83,6 +83,12 @@ impl Arch {
         matches!(self, Arch::LladaMoe | Arch::Rnd1 | Arch::Llada2)
     }
 
+    /// Whether the official sampler decodes in blocks (LLaDA, LLaDA-MoE, LLaDA2); Dream's and
+    /// RND1's denoise the whole canvas at once.
+    pub const fn block_wise(self) -> bool {
+        matches!(self, Arch::Llada | Arch::LladaMoe | Arch::Llada2)
+    }
+
     /// Whether Q, K and V come from one fused projection (`attn_qkv`).
     pub const fn fused_qkv(self) -> bool {
         matches!(self, Arch::Llada2)

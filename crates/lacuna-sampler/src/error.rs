@@ -64,6 +64,10 @@ pub enum ConfigError {
         /// The policy asked for.
         policy: &'static str,
     },
+    /// RND1's shifted logits predict each position from the one before it: position 0 has no
+    /// predictor, so the prompt must not be empty.
+    #[error("RND1's sampler needs a non-empty prompt (position i is predicted by row i - 1)")]
+    EmptyPrompt,
     /// A cache policy was asked of Dream's official sampler, which has no blocks to refresh
     /// the cache at (Fast-dLLM caches Dream only in its block-wise parallel mode).
     #[error("cache policy '{policy}' needs Dream's block-wise parallel mode (e.g. a threshold)")]

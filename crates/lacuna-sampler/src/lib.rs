@@ -6,7 +6,8 @@
 //! diffusion example, which deviates from it): [`llada::generate`] follows ML-GSAI/LLaDA
 //! `generate.py`, [`dream::generate`] follows Dream's `generation_utils.py`,
 //! [`llada2::generate`] follows LLaDA2's `modeling_llada2_moe.py` (block by block, confidence
-//! threshold, LLaDA2.1's editing as an option), and the first two offer
+//! threshold, LLaDA2.1's editing as an option), [`rnd1::generate`] follows RND1's
+//! `diffusion_sample` (entropy-ordered, whole canvas), and the first two offer
 //! Fast-dLLM's confidence-threshold parallel decoding as an opt-in [`ParallelConfig`]. All
 //! randomness comes from one [`UniformSource`] in a documented order, so a seed fixes the
 //! output. `tools/sampler-ref` holds a numpy transcription of the official code that wrote the
@@ -58,6 +59,7 @@ pub mod llada2;
 pub mod math;
 pub mod output;
 pub mod parallel;
+pub mod rnd1;
 pub mod rng;
 pub mod schedule;
 pub mod select;
@@ -70,4 +72,5 @@ pub use llada::{LladaConfig, Remasking};
 pub use llada2::{Editing, Llada2Config};
 pub use output::{Finish, Generation, Stats, StepView};
 pub use parallel::{ParallelConfig, ParallelRule};
+pub use rnd1::Rnd1Config;
 pub use rng::{ReplayDraws, UniformSource, Xoshiro256PlusPlus};

@@ -1,13 +1,13 @@
 //! Replays the cases that `tools/sampler-ref/make_cases.py` produced by running a numpy
 //! transcription of the official samplers (LLaDA `generate.py`, Dream `generation_utils.py`,
-//! Fast-dLLM, LLaDA2.0/2.1 `modeling_llada2_moe.py`) on a toy model, and requires identical commits, draws and final canvas.
+//! Fast-dLLM, LLaDA2.0/2.1 `modeling_llada2_moe.py`, RND1 `rnd/sampling.py`) on a toy model, and requires identical commits, draws and final canvas.
 
 mod common;
 
 use common::ToyModel;
 use lacuna_sampler::{
     CachePolicy, DreamAlg, DreamConfig, Editing, Finish, Generation, Llada2Config, LladaConfig,
-    ParallelConfig, ParallelRule, Remasking, ReplayDraws, dream, llada, llada2,
+    ParallelConfig, ParallelRule, Remasking, ReplayDraws, Rnd1Config, dream, llada, llada2, rnd1,
 };
 use serde::Deserialize;
 use std::path::PathBuf;
@@ -28,6 +28,7 @@ struct Config {
     top_p: Option<f64>,
     top_k: Option<usize>,
     editing: Option<EditingCase>,
+    greedy: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -167,6 +168,20 @@ fn run(case: &Case, keep_after_eos: bool) -> (Generation, Vec<Vec<usize>>, Repla
             };
             llada2::generate(&mut model, &case.prompt, &config, &mut draws, on_step)
         }
+        "rnd1" => {
+            let config = Rnd1Config {
+                gen_length: c.gen_length,
+                steps: c.steps,
+                greedy: c.greedy.expect("rnd1 case has greedy"),
+                temperature: c.temperature,
+                top_k: c.top_k,
+                top_p: c.top_p,
+                mask_id: Some(case.mask_id),
+                eos_ids: vec![case.eos_id],
+                keep_after_eos,
+            };
+            rnd1::generate(&mut model, &case.prompt, &config, &mut draws, on_step)
+        }
         other => panic!("unknown family {other}"),
     };
     (generation.expect("case runs"), steps, draws)
@@ -177,8 +192,8 @@ fn the_committed_cases_are_all_present() {
     let cases = load_cases();
     assert_eq!(
         cases.len(),
-        36,
-        "tools/sampler-ref/make_cases.py writes 36 cases"
+        42,
+        "tools/sampler-ref/make_cases.py writes 42 cases"
     );
     assert!(
         cases.iter().any(|c| !c.draws24.is_empty()),

@@ -260,7 +260,7 @@ fn prepare(
     engine: &lacuna::SharedEngine,
     mut request: ApiRequest,
 ) -> lacuna::Result<(ApiRequest, Prepared)> {
-    let block_wise = engine.arch() != lacuna::models::Arch::Dream;
+    let block_wise = engine.arch().block_wise();
     params::fill_defaults(&mut request, block_wise);
     match engine.prepare(&request.generate) {
         Err(lacuna::Error::ContextOverflow {

@@ -32,7 +32,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     });
     request.gen_length = 64;
     request.steps = 32;
-    request.block_length = (engine.arch() != lacuna::models::Arch::Dream).then_some(32);
+    request.block_length = engine.arch().block_wise().then_some(32);
 
     let mask = engine.mask_token_id();
     let out = engine.generate(&request, |view| {

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use lacuna_models::Arch;
-use lacuna_sampler::{DreamConfig, Llada2Config, LladaConfig, ParallelRule};
+use lacuna_sampler::{
+    CachePolicy, DreamConfig, Llada2Config, LladaConfig, ParallelRule, Rnd1Config,
+};
 use lacuna_tokenizer::{ChatTemplate, Tokenizer};
 
 use crate::request::{GenerateRequest, Prompt};
@@ -58,6 +60,7 @@ pub(crate) enum SamplerConfig {
     Llada(LladaConfig),
     Dream(DreamConfig),
     Llada2(Llada2Config),
+    Rnd1(Rnd1Config),
 }
 
 /// What preparing a request needs of a loaded model (shared, read-only).
@@ -209,7 +212,51 @@ impl Preparer {
                     cache: r.cache,
                 })
             }
-            Arch::Dream | Arch::Rnd1 => {
+            Arch::Rnd1 => {
+                for (set, name, of) in [
+                    (r.remasking.is_some(), "remasking", "the LLaDA sampler"),
+                    (r.cfg_scale.is_some(), "cfg_scale", "the LLaDA sampler"),
+                    (r.algorithm.is_some(), "algorithm", "the Dream sampler"),
+                    (r.alg_temp.is_some(), "alg_temp", "the Dream sampler"),
+                    (
+                        r.block_length.is_some(),
+                        "block_length",
+                        "the block-wise samplers",
+                    ),
+                    (
+                        r.parallel.is_some(),
+                        "parallel",
+                        "the LLaDA, Dream and LLaDA2 samplers",
+                    ),
+                    (
+                        r.cache != CachePolicy::None,
+                        "cache",
+                        "the block-wise samplers",
+                    ),
+                ] {
+                    if set {
+                        return Err(unsupported(name, of));
+                    }
+                }
+                // RND1's official default is greedy at temperature 1; a temperature above 0
+                // samples at it.
+                SamplerConfig::Rnd1(Rnd1Config {
+                    gen_length: r.gen_length,
+                    steps: r.steps,
+                    greedy: r.temperature == 0.0,
+                    temperature: if r.temperature == 0.0 {
+                        1.0
+                    } else {
+                        r.temperature
+                    },
+                    top_k: r.top_k,
+                    top_p: r.top_p,
+                    mask_id: Some(self.mask_id),
+                    eos_ids: self.eos_ids.clone(),
+                    keep_after_eos: r.keep_after_eos,
+                })
+            }
+            Arch::Dream => {
                 for (set, name) in [
                     (r.remasking.is_some(), "remasking"),
                     (r.cfg_scale.is_some(), "cfg_scale"),
@@ -240,6 +287,7 @@ impl Preparer {
             SamplerConfig::Llada(c) => c.validate()?,
             SamplerConfig::Dream(c) => c.validate()?,
             SamplerConfig::Llada2(c) => c.validate()?,
+            SamplerConfig::Rnd1(c) => c.validate()?,
         };
         if r.editing.is_some() && !matches!(config, SamplerConfig::Llada2(_)) {
             return Err(unsupported("editing", "the LLaDA2 sampler"));

@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use lacuna_sampler::{Denoiser, StepView, Xoshiro256PlusPlus, dream, llada, llada2};
+use lacuna_sampler::{Denoiser, StepView, Xoshiro256PlusPlus, dream, llada, llada2, rnd1};
 use lacuna_tokenizer::Tokenizer;
 
 use crate::Result;
@@ -39,6 +39,7 @@ where
         SamplerConfig::Llada(c) => llada::generate(denoiser, prompt, c, &mut rng, &mut step),
         SamplerConfig::Dream(c) => dream::generate(denoiser, prompt, c, &mut rng, &mut step),
         SamplerConfig::Llada2(c) => llada2::generate(denoiser, prompt, c, &mut rng, &mut step),
+        SamplerConfig::Rnd1(c) => rnd1::generate(denoiser, prompt, c, &mut rng, &mut step),
     }?;
     let text = tokenizer.decode(&generation.tokens)?;
     Ok(Output {

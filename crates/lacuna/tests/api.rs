@@ -324,3 +324,84 @@ fn broken_chat_template_is_refused_at_load() {
     let err = Engine::from_gguf(GgufFile::from_vec(bytes).unwrap(), &one_thread()).unwrap_err();
     assert!(matches!(err, Error::Tokenizer(_)), "{err}");
 }
+
+#[test]
+fn llada2_generates_block_by_block_and_its_cache_is_exact() {
+    let mut engine = tiny_engine(Arch::Llada2);
+    let mut r = request(Prompt::Tokens(vec![5, 6, 7, 8, 9]), 20, 4, 8);
+    let mut lens = Vec::new();
+    let plain = engine
+        .generate(&r, |v| lens.push((v.block, v.num_blocks)))
+        .unwrap();
+    assert_eq!(plain.tokens.len(), 20);
+    // 5 + 20 = 25 tokens: blocks 0..4 of 8, all but the prompt-only ones decoded.
+    assert_eq!(lens.last(), Some(&(3, 4)));
+    r.cache = lacuna::CachePolicy::Prefix;
+    let cached = engine.generate(&r, |_| {}).unwrap();
+    assert_eq!(cached.canvas, plain.canvas);
+    assert_eq!(cached.stats.cache_fills, 1);
+    assert!(cached.stats.positions_computed < plain.stats.positions_computed);
+    // LLaDA2.1's editing runs too.
+    r.editing = Some(lacuna::Editing::default());
+    let edited = engine.generate(&r, |_| {}).unwrap();
+    assert_eq!(edited.tokens.len(), 20);
+}
+
+#[test]
+fn rnd1_runs_its_entropy_sampler() {
+    let mut engine = tiny_engine(Arch::Rnd1);
+    let mut r = GenerateRequest::new(Prompt::Tokens(vec![5, 6]));
+    r.gen_length = 10;
+    r.steps = 5;
+    r.keep_after_eos = true;
+    let out = engine.generate(&r, |_| {}).unwrap();
+    assert_eq!(out.tokens.len(), 10);
+    assert!(!out.tokens.contains(&engine.mask_token_id()));
+    assert_eq!(out.stats.denoiser_calls, 5);
+}
+
+#[test]
+fn settings_of_other_samplers_are_refused_by_llada2_and_rnd1() {
+    let mut llada2 = tiny_engine(Arch::Llada2);
+    let mut r = request(Prompt::Tokens(vec![5]), 8, 4, 8);
+    r.cache = lacuna::CachePolicy::Dual;
+    assert!(matches!(
+        llada2.generate(&r, |_| panic!("no step")),
+        Err(Error::Config(ConfigError::CacheUnsupported { .. }))
+    ));
+    r.cache = lacuna::CachePolicy::None;
+    r.cfg_scale = Some(1.0);
+    assert!(matches!(
+        llada2.generate(&r, |_| panic!("no step")),
+        Err(Error::UnsupportedSetting {
+            setting: "cfg_scale",
+            ..
+        })
+    ));
+    let mut rnd1 = tiny_engine(Arch::Rnd1);
+    let mut r = GenerateRequest::new(Prompt::Tokens(vec![5]));
+    r.block_length = Some(4);
+    assert!(matches!(
+        rnd1.generate(&r, |_| panic!("no step")),
+        Err(Error::UnsupportedSetting {
+            setting: "block_length",
+            ..
+        })
+    ));
+    let mut r = GenerateRequest::new(Prompt::Tokens(vec![]));
+    r.gen_length = 4;
+    assert!(matches!(
+        rnd1.generate(&r, |_| panic!("no step")),
+        Err(Error::Config(ConfigError::EmptyPrompt))
+    ));
+    let mut llada = tiny_engine(Arch::Llada);
+    let mut r = request(Prompt::Tokens(vec![5]), 8, 4, 8);
+    r.editing = Some(lacuna::Editing::default());
+    assert!(matches!(
+        llada.generate(&r, |_| panic!("no step")),
+        Err(Error::UnsupportedSetting {
+            setting: "editing",
+            ..
+        })
+    ));
+}

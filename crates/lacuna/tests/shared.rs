@@ -138,3 +138,49 @@ fn every_architecture_interleaves_exactly() {
         }
     }
 }
+
+/// LLaDA2 generations with different block lengths (so different attention masks on the
+/// one model) and caches, and RND1's whole-canvas sampler: interleaved equals alone.
+#[test]
+fn llada2_and_rnd1_interleave_exactly() {
+    let llada2: Vec<GenerateRequest> = [
+        (CachePolicy::None, 16),
+        (CachePolicy::Prefix, 8),
+        (CachePolicy::Prefix, 16),
+    ]
+    .into_iter()
+    .enumerate()
+    .map(|(i, (cache, block))| {
+        let prompt: Vec<u32> = (0..7).map(|t| 3 + t * 5 + i as u32).collect();
+        let mut r = GenerateRequest::new(Prompt::Tokens(prompt));
+        r.gen_length = 24;
+        r.steps = 8;
+        r.block_length = Some(block);
+        r.cache = cache;
+        r.keep_after_eos = true;
+        r
+    })
+    .collect();
+    let rnd1: Vec<GenerateRequest> = (0..2)
+        .map(|i| {
+            let mut r = GenerateRequest::new(Prompt::Tokens(vec![4, 9, 2 + i]));
+            r.gen_length = 12;
+            r.steps = 6;
+            r.temperature = 0.5 * f64::from(i);
+            r.seed = 7;
+            r.keep_after_eos = true;
+            r
+        })
+        .collect();
+    for (arch, reqs) in [(Arch::Llada2, llada2), (Arch::Rnd1, rnd1)] {
+        let mut engine = common::tiny_engine(arch);
+        let alone: Vec<_> = reqs
+            .iter()
+            .map(|r| engine.generate(r, |_| {}).unwrap())
+            .collect();
+        let shared = Arc::new(SharedEngine::new(common::tiny_engine(arch)));
+        for (i, (got, want)) in at_once(&shared, reqs).into_iter().zip(&alone).enumerate() {
+            assert_eq!(got.canvas, want.canvas, "{arch} request {i}");
+        }
+    }
+}

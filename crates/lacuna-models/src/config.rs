@@ -299,7 +299,8 @@ impl Config {
                 }
                 Some(id as u32)
             }
-        };
+        }
+        .or_else(|| mask_by_text(md, arch));
         let shift_logits = md
             .get_bool_opt("diffusion.shift_logits")?
             .unwrap_or(arch.default_shift_logits());
@@ -331,6 +332,22 @@ impl Config {
     /// Width of all key (or value) heads together.
     pub fn kv_dim(&self) -> usize {
         self.n_head_kv * self.head_dim
+    }
+}
+
+/// The mask token of a file whose metadata names none (older conversions): the token whose
+/// text is the architecture's mask (`<|mdm_mask|>` for LLaDA, `<|mask|>` for the others; the
+/// LLaDA-MoE converter hard-codes 156895, which is `<|mask|>` in its vocabulary).
+fn mask_by_text(md: &Metadata, arch: Arch) -> Option<u32> {
+    let text = match arch {
+        Arch::Llada => "<|mdm_mask|>",
+        Arch::Dream | Arch::LladaMoe | Arch::Rnd1 | Arch::Llada2 => "<|mask|>",
+    };
+    match md.value("tokenizer.ggml.tokens")? {
+        lacuna_gguf::Value::Array(lacuna_gguf::Array::String(tokens)) => {
+            tokens.iter().position(|t| t == text).map(|i| i as u32)
+        }
+        _ => None,
     }
 }
 

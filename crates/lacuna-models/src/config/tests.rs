@@ -204,3 +204,42 @@ fn bad_llada2_and_rnd1_metadata_names_the_key() {
     let e = config("rnd1", &[("rnd1.expert_used_count", Some(Value::U32(9)))]).unwrap_err();
     assert!(e.to_string().contains("rnd1.expert_used_count"), "{e}");
 }
+
+#[test]
+fn a_missing_mask_id_is_found_by_its_text() {
+    let tokens = |t: &[&str]| {
+        Some(Value::Array(lacuna_gguf::Array::String(
+            t.iter().map(|s| s.to_string()).collect(),
+        )))
+    };
+    let c = config(
+        "llada",
+        &[(
+            "tokenizer.ggml.tokens",
+            tokens(&["a", "<|mask|>", "<|mdm_mask|>"]),
+        )],
+    )
+    .unwrap();
+    assert_eq!(c.mask_token_id, Some(2));
+    let c = config(
+        "llada-moe",
+        &[(
+            "tokenizer.ggml.tokens",
+            tokens(&["a", "<|mask|>", "<|mdm_mask|>"]),
+        )],
+    )
+    .unwrap();
+    assert_eq!(c.mask_token_id, Some(1));
+    // The metadata's id wins; no mask text and no id: none.
+    let c = config(
+        "llada-moe",
+        &[
+            ("tokenizer.ggml.tokens", tokens(&["a", "<|mask|>"])),
+            ("tokenizer.ggml.mask_token_id", Some(Value::U32(0))),
+        ],
+    )
+    .unwrap();
+    assert_eq!(c.mask_token_id, Some(0));
+    let c = config("dream", &[("tokenizer.ggml.tokens", tokens(&["a", "b"]))]).unwrap();
+    assert_eq!(c.mask_token_id, None);
+}

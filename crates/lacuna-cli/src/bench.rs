@@ -28,6 +28,9 @@ pub(crate) struct BenchArgs {
     /// Print JSON (otherwise a one-line summary).
     #[arg(long)]
     json: bool,
+    /// Mixture-of-experts weights: auto, compact or fast (see `lacuna run --help`).
+    #[arg(long, default_value = "auto", value_parser = ["auto", "compact", "fast"])]
+    weights: String,
     #[command(flatten)]
     generate: crate::gen_bench::GenBenchArgs,
 }
@@ -53,16 +56,19 @@ fn ms(d: std::time::Duration, passes: u32) -> f64 {
 /// Runs the benchmark and prints the result.
 pub(crate) fn run(mut a: BenchArgs) -> Result<()> {
     a.model = crate::pull::resolve_model(&a.model)?;
+    let experts = lacuna_models::ExpertLayout::from_name(&a.weights).unwrap_or_default();
     if !a.forward {
-        return crate::gen_bench::run(&a.model, a.threads, a.runs, a.json, a.generate);
+        return crate::gen_bench::run(&a.model, a.threads, experts, a.runs, a.json, a.generate);
     }
     if a.seq_len == 0 || a.runs == 0 {
         bail!("--seq-len and --runs must be at least 1");
     }
     init_threads(a.threads)?;
     let load = Instant::now();
-    let mut model =
-        Model::open(&a.model).with_context(|| format!("loading {}", a.model.display()))?;
+    let file = lacuna_gguf::GgufFile::open(&a.model)
+        .with_context(|| format!("loading {}", a.model.display()))?;
+    let mut model = Model::load(file, lacuna_models::CpuBackend::with_experts(experts))
+        .with_context(|| format!("loading {}", a.model.display()))?;
     let load_s = load.elapsed().as_secs_f64();
     let vocab = model.vocab_size();
     // The same deterministic ids `llama-oracle bench` feeds.

@@ -110,6 +110,7 @@ fn quant_mix(engine: &Engine) -> String {
 pub(crate) fn run(
     model: &Path,
     threads: Option<usize>,
+    experts: lacuna::models::ExpertLayout,
     runs: usize,
     json: bool,
     g: GenBenchArgs,
@@ -125,7 +126,7 @@ pub(crate) fn run(
         .clone()
         .unwrap_or_else(|| "unspecified".to_string());
     let start = Instant::now();
-    let mut engine = Engine::load(model, &EngineOptions { threads })
+    let mut engine = Engine::load(model, &EngineOptions { threads, experts })
         .with_context(|| format!("loading {}", model.display()))?;
     let cfg = engine.model().config().clone();
     let vocab = engine.model().vocab_size();

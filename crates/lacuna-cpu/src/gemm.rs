@@ -120,6 +120,7 @@ pub fn matmul_on(
                 unsafe { kernel(f, &acts.f, p0, np, out) }
             });
         }
+        Inner::Compact(c) => crate::compact::matmul(path, c, acts, n, out),
     }
     Ok(())
 }

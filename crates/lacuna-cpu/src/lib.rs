@@ -25,6 +25,7 @@
 
 mod acts;
 mod blocks;
+mod compact;
 mod error;
 mod gemm;
 mod ops;

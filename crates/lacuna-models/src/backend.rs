@@ -71,6 +71,19 @@ pub trait Backend {
         bytes: &[u8],
     ) -> Result<Self::Weight>;
 
+    /// Prepares one expert of a mixture-of-experts layer: a matrix each forward pass reads
+    /// for few tokens, which a backend may keep in a compact form. Defaults to
+    /// [`Backend::prepare_weight`].
+    fn prepare_expert(
+        &self,
+        ty: GgmlType,
+        n: usize,
+        k: usize,
+        bytes: &[u8],
+    ) -> Result<Self::Weight> {
+        self.prepare_weight(ty, n, k, bytes)
+    }
+
     /// `y[t x n] = x[t x k] . w^T`.
     fn matmul(&mut self, x: &[f32], t: usize, w: &Self::Weight, y: &mut [f32]) -> Result<()>;
 

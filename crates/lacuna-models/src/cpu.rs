@@ -11,9 +11,36 @@ use rayon::prelude::*;
 use crate::backend::{AttnShape, Backend, RopeParams};
 use crate::{Error, Result, RopeStyle};
 
+/// How expert weights of mixture-of-experts layers are kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ExpertLayout {
+    /// Compact (ggml's blocks, the file's size) where this CPU has a vectorised compact
+    /// kernel for the type (Q4_K and Q6_K with AVX2), repacked otherwise.
+    #[default]
+    Auto,
+    /// Always compact when the type allows it (slow where the kernel is portable).
+    Compact,
+    /// Always repacked to int8 panels (about 8.6 bits per weight).
+    Fast,
+}
+
+impl ExpertLayout {
+    /// The layout named `auto`, `compact` or `fast`.
+    pub fn from_name(name: &str) -> Option<ExpertLayout> {
+        match name {
+            "auto" => Some(ExpertLayout::Auto),
+            "compact" => Some(ExpertLayout::Compact),
+            "fast" => Some(ExpertLayout::Fast),
+            _ => None,
+        }
+    }
+}
+
 /// Runs a graph on the host CPU with the best instruction path `lacuna-cpu` detects.
 #[derive(Debug, Default)]
 pub struct CpuBackend {
+    /// How expert weights are kept.
+    experts: ExpertLayout,
     ws: Workspace,
     /// The query rows asked for, when not all.
     q_rows: Vec<f32>,
@@ -25,6 +52,14 @@ impl CpuBackend {
     /// A backend with empty reusable buffers.
     pub fn new() -> CpuBackend {
         CpuBackend::default()
+    }
+
+    /// A backend keeping expert weights as `layout` says.
+    pub fn with_experts(layout: ExpertLayout) -> CpuBackend {
+        CpuBackend {
+            experts: layout,
+            ..CpuBackend::default()
+        }
     }
 }
 
@@ -46,6 +81,27 @@ impl Backend for CpuBackend {
         bytes: &[u8],
     ) -> Result<PackedWeight> {
         Ok(PackedWeight::new(ty, n, k, bytes)?)
+    }
+
+    fn prepare_expert(
+        &self,
+        ty: GgmlType,
+        n: usize,
+        k: usize,
+        bytes: &[u8],
+    ) -> Result<PackedWeight> {
+        let compact = match self.experts {
+            ExpertLayout::Fast => false,
+            ExpertLayout::Auto => PackedWeight::compact_is_fast(ty),
+            ExpertLayout::Compact => true,
+        };
+        if compact {
+            match PackedWeight::compact(ty, n, k, bytes) {
+                Err(lacuna_cpu::Error::UnsupportedType { .. }) => {}
+                other => return Ok(other?),
+            }
+        }
+        self.prepare_weight(ty, n, k, bytes)
     }
 
     fn matmul(&mut self, x: &[f32], t: usize, w: &PackedWeight, y: &mut [f32]) -> Result<()> {

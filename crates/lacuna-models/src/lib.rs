@@ -26,7 +26,7 @@ mod weights;
 pub use arch::{Arch, RopeStyle};
 pub use backend::Backend;
 pub use config::{Config, Gating, MoeConfig};
-pub use cpu::CpuBackend;
+pub use cpu::{CpuBackend, ExpertLayout};
 pub use error::{Error, Result};
 pub use model::{DEFAULT_BLOCK, KvCache, Model, PartTimes};
 pub use preset::Preset;

@@ -164,14 +164,19 @@ impl<B: Backend> Loader<'_, B> {
     ) -> Result<B::Weight> {
         self.backend
             .prepare_weight(info.ty, n, k, bytes)
-            .map_err(|e| match e {
-                Error::Cpu(lacuna_cpu::Error::UnsupportedType { .. }) => Error::TensorType {
-                    name: name.to_string(),
-                    ty: info.ty,
-                    supported: MATRIX_TYPES,
-                },
-                other => other,
-            })
+            .map_err(|e| self.type_error(name, info, e))
+    }
+
+    /// An unsupported weight type as the typed error naming the tensor.
+    fn type_error(&self, name: &str, info: &TensorInfo, e: Error) -> Error {
+        match e {
+            Error::Cpu(lacuna_cpu::Error::UnsupportedType { .. }) => Error::TensorType {
+                name: name.to_string(),
+                ty: info.ty,
+                supported: MATRIX_TYPES,
+            },
+            other => other,
+        }
     }
 
     /// Each expert of a `[k, n, n_expert]` tensor, prepared separately.
@@ -180,7 +185,11 @@ impl<B: Backend> Loader<'_, B> {
         let data = self.file.info_data(info);
         let per = data.len() / n_expert;
         let experts = (0..n_expert)
-            .map(|e| self.prepare(name, info, &data[e * per..(e + 1) * per], k, n))
+            .map(|e| {
+                self.backend
+                    .prepare_expert(info.ty, n, k, &data[e * per..(e + 1) * per])
+                    .map_err(|err| self.type_error(name, info, err))
+            })
             .collect();
         self.file.release(data);
         experts

@@ -8,7 +8,7 @@
 //!
 //! ```no_run
 //! use lacuna::{Engine, EngineOptions, GenerateRequest, Prompt};
-//! let mut engine = Engine::load("model.gguf", &EngineOptions { threads: Some(4) })?;
+//! let mut engine = Engine::load("model.gguf", &EngineOptions { threads: Some(4), ..Default::default() })?;
 //! let mut request = GenerateRequest::new(Prompt::user("Write a haiku about rain."));
 //! request.gen_length = 64;
 //! request.steps = 64;

@@ -1,0 +1,118 @@
+//! The compact weight layout: a quantized matrix kept as ggml's own blocks (4.5 bits per
+//! weight for Q4_K, 6.56 for Q6_K), decoded in registers at every use instead of repacked to
+//! int8 panels at load (about 8.6 bits per weight). It costs decode work per use, so it pays
+//! where a matmul reads each weight for few tokens and is bound by memory: the experts of a
+//! mixture-of-experts layer, which see a handful of tokens each per step.
+//!
+//! The arithmetic is the one of [`crate::gemm`], operation for operation (exact integer
+//! sums per block, then `acc + (d_w * d_x) * isum` and `acc - (dmin_w * d_x) * msum` in K
+//! order), so a compact matrix gives the same bits as its repacked form on every path.
+//!
+//! Kernels: AVX2 for Q4_K and Q6_K (the types of Q4_K_M/Q4_K_S experts); the portable loop
+//! (decode a block, then the integer dot) for every other type without float offsets.
+
+use rayon::prelude::*;
+
+use crate::Path;
+use crate::acts::Acts;
+use crate::blocks::{QuantKind, decode};
+use crate::gemm::Out;
+use crate::packed::PANEL;
+
+#[cfg(target_arch = "x86_64")]
+mod x86;
+
+/// A quantized matrix in ggml's block layout (`n` rows of `k / block` blocks).
+#[derive(Debug, Clone)]
+pub(crate) struct CompactQuant {
+    pub(crate) kind: QuantKind,
+    pub(crate) k: usize,
+    pub(crate) row_bytes: usize,
+    pub(crate) bytes: Vec<u8>,
+}
+
+impl CompactQuant {
+    /// Whether the compact layout takes `kind` (not the types with float offsets).
+    pub(crate) fn supports(kind: QuantKind) -> bool {
+        kind.affine_group().is_none()
+    }
+
+    /// Whether `path` has a vectorised kernel for `kind` (the others run the portable loop).
+    pub(crate) fn fast_on(kind: QuantKind, path: Path) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        if path != Path::Scalar && matches!(kind, QuantKind::Q4K | QuantKind::Q6K) {
+            return true;
+        }
+        let _ = (kind, path);
+        false
+    }
+}
+
+/// `out = acts . w^T` for every token (`acts` prepared for `w`'s activation kind).
+pub(crate) fn matmul(path: Path, w: &CompactQuant, acts: &Acts, n: usize, out: Out) {
+    let kernel: RowKernel = match (path, w.kind) {
+        #[cfg(target_arch = "x86_64")]
+        (p, QuantKind::Q4K) if p != Path::Scalar => x86::q4k_row,
+        #[cfg(target_arch = "x86_64")]
+        (p, QuantKind::Q6K) if p != Path::Scalar => x86::q6k_row,
+        _ => portable_row,
+    };
+    let panels = n.div_ceil(PANEL);
+    (0..panels).into_par_iter().for_each_init(
+        || vec![0.0f32; out.t],
+        |acc, p| {
+            for r in 0..out.valid(p) {
+                let row = &w.bytes[(p * PANEL + r) * w.row_bytes..][..w.row_bytes];
+                // SAFETY: the path's features are available (the caller checked the path),
+                // `acc` has one slot per token and `row` is whole blocks.
+                unsafe { kernel(w, row, acts, acc) };
+                for (t, &v) in acc.iter().enumerate() {
+                    // SAFETY: t < out.t, panel p is this task's, r < valid(p).
+                    unsafe { *out.at(t, p).add(r) = v };
+                }
+            }
+        },
+    );
+}
+
+/// Computes one weight row against every token into `acc` (`[t]`, overwritten).
+///
+/// # Safety
+/// The CPU must support the kernel's instructions.
+pub(crate) type RowKernel = unsafe fn(&CompactQuant, &[u8], &Acts, &mut [f32]);
+
+/// The portable kernel: each block decoded once, then dotted with every token.
+///
+/// # Safety
+/// None beyond the type's contract (plain Rust).
+pub(crate) unsafe fn portable_row(w: &CompactQuant, row: &[u8], a: &Acts, acc: &mut [f32]) {
+    let kind = w.kind;
+    let (k, block, sub) = (w.k, kind.block(), kind.sub());
+    let nblk = k / block;
+    acc.fill(0.0);
+    for (b, raw) in row.chunks_exact(kind.ty().type_size()).enumerate() {
+        let dec = decode(kind, raw);
+        for (t, acc) in acc.iter_mut().enumerate() {
+            let xq = &a.q[t * k + b * block..][..block];
+            let xd = a.d[t * nblk + b];
+            let mut isum = 0i32;
+            for s in 0..block / sub {
+                let dot: i32 = (0..sub)
+                    .map(|i| (i32::from(xq[s * sub + i]) - 128) * i32::from(dec.q[s * sub + i]))
+                    .sum();
+                isum += dec.sc[s] * dot;
+            }
+            *acc += (dec.d * xd) * isum as f32;
+            if kind.has_mins() {
+                let xs = &a.sums[(t * nblk + b) * 8..][..8];
+                let msum: i32 = (0..8)
+                    .map(|j| i32::from(dec.mins[j]) * i32::from(xs[j]))
+                    .sum();
+                *acc -= (dec.dmin * xd) * msum as f32;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

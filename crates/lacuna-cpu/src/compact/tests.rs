@@ -1,0 +1,59 @@
+use proptest::prelude::*;
+
+use crate::blocks::QuantKind;
+use crate::gemm::tests::{Rng, weights};
+use crate::{PackedWeight, Path, Workspace, matmul_on};
+
+fn acts(t: usize, k: usize, rng: &mut Rng, scale: f32) -> Vec<f32> {
+    (0..t * k).map(|_| rng.f32() * scale).collect()
+}
+
+fn run(path: Path, w: &PackedWeight, x: &[f32], t: usize) -> Vec<u32> {
+    let mut y = vec![f32::NAN; t * w.n()];
+    matmul_on(path, x, t, w, &mut y, &mut Workspace::new()).unwrap();
+    y.iter().map(|v| v.to_bits()).collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// The compact layout gives the repacked layout's bits, for every type it takes, on
+    /// every path, over random shapes (ragged panels, one to many tokens) and data.
+    #[test]
+    fn compact_matches_repacked_bitwise(
+        (t, n, kb, seed, scale) in (1usize..12, 1usize..40, 1usize..4, any::<u64>(),
+            prop_oneof![Just(0.01f32), Just(1.0), Just(30.0)])
+    ) {
+        for kind in QuantKind::ALL.into_iter().filter(|&k| k.affine_group().is_none()) {
+            let ty = kind.ty();
+            let k = kb * 256;
+            let mut rng = Rng(seed | 1);
+            let bytes = weights(ty, n, k, &mut rng, scale);
+            let x = acts(t, k, &mut rng, scale);
+            let packed = PackedWeight::new(ty, n, k, &bytes).unwrap();
+            let compact = PackedWeight::compact(ty, n, k, &bytes).unwrap();
+            prop_assert!(compact.is_compact());
+            prop_assert_eq!(compact.packed_bytes(), bytes.len());
+            let want = run(Path::Scalar, &packed, &x, t);
+            for path in Path::available() {
+                prop_assert_eq!(&run(path, &compact, &x, t), &want, "{:?} on {}", ty, path);
+            }
+        }
+    }
+}
+
+#[test]
+fn compact_refuses_offset_and_float_types_and_bad_sizes() {
+    use lacuna_quant::GgmlType;
+    for ty in [GgmlType::Q2_K, GgmlType::Q4_1, GgmlType::Q5_1, GgmlType::F16, GgmlType::F32] {
+        assert!(PackedWeight::compact(ty, 4, 256, &[]).is_err(), "{ty:?}");
+    }
+    assert!(PackedWeight::compact(GgmlType::Q4_K, 2, 256, &[0; 144]).is_err());
+    assert!(PackedWeight::compact(GgmlType::Q4_K, 2, 200, &[0; 288]).is_err());
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        assert!(PackedWeight::compact_is_fast(GgmlType::Q4_K));
+        assert!(PackedWeight::compact_is_fast(GgmlType::Q6_K));
+    }
+    assert!(!PackedWeight::compact_is_fast(GgmlType::Q8_0));
+}

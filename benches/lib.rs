@@ -13,7 +13,10 @@ pub fn bench_engine() -> Result<(Engine, String), lacuna::Error> {
     let threads = std::env::var("LACUNA_BENCH_THREADS")
         .ok()
         .and_then(|t| t.parse().ok());
-    let options = EngineOptions { threads };
+    let options = EngineOptions {
+        threads,
+        ..EngineOptions::default()
+    };
     match std::env::var("LACUNA_BENCH_MODEL") {
         Ok(path) => {
             let name = std::path::Path::new(&path)

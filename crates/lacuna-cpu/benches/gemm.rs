@@ -4,7 +4,8 @@
 //! The full grid is large; environment variables select a subset (comma lists):
 //! `LACUNA_BENCH_TYPES` (default `q4_K,q6_K`), `LACUNA_BENCH_NK` (default
 //! `4096x4096,12288x4096,4096x12288,126464x4096`), `LACUNA_BENCH_T` (default `32,160,544`),
-//! `LACUNA_BENCH_THREADS` (default `1,2`), `LACUNA_BENCH_PATHS` (default: the best path).
+//! `LACUNA_BENCH_THREADS` (default `1,2`), `LACUNA_BENCH_PATHS` (default: the best path),
+//! `LACUNA_BENCH_LAYOUT` (`fast` repacked, `compact` ggml's blocks; default `fast`).
 //! `LACUNA_BENCH_CLOCK=cpu` times 1-thread cases with the thread's CPU clock instead of the
 //! wall clock (robust to other jobs on a shared machine; 2-thread cases stay wall-clock).
 
@@ -91,47 +92,54 @@ fn gemm(c: &mut Criterion) {
         ) {
             let (n, k) = nk.split_once('x').expect("NxK");
             let (n, k): (usize, usize) = (n.parse().expect("N"), k.parse().expect("K"));
-            let w = PackedWeight::new(ty, n, k, &weight_bytes(ty, n, k)).expect("pack");
-            for t in list("LACUNA_BENCH_T", "32,160,544") {
-                let t: usize = t.parse().expect("T");
-                let x: Vec<f32> = (0..t * k)
-                    .map(|i| ((i * 7919) % 2001) as f32 / 1000.0 - 1.0)
-                    .collect();
-                let mut y = vec![0.0f32; t * n];
-                g.throughput(Throughput::Elements((2 * t * n * k) as u64));
-                for &path in &paths {
-                    for threads in list("LACUNA_BENCH_THREADS", "1,2") {
-                        let threads: usize = threads.parse().expect("threads");
-                        let pool = rayon::ThreadPoolBuilder::new()
-                            .num_threads(threads)
-                            .build()
-                            .expect("pool");
-                        let mut ws = Workspace::new();
-                        let id = BenchmarkId::new(
-                            format!("{}/{}/{n}x{k}", path.name(), ty.name()),
-                            format!("T{t}/th{threads}"),
-                        );
-                        let cpu_clock = threads == 1
-                            && std::env::var("LACUNA_BENCH_CLOCK").as_deref() == Ok("cpu");
-                        g.bench_function(id, |b| {
-                            pool.install(|| {
-                                if cpu_clock {
-                                    // One pool thread does all the work: time its CPU clock.
-                                    b.iter_custom(|iters| {
-                                        let t0 = thread_cpu_time().expect("thread CPU clock");
-                                        for _ in 0..iters {
+            for layout in list("LACUNA_BENCH_LAYOUT", "fast") {
+                let bytes = weight_bytes(ty, n, k);
+                let w = match layout.as_str() {
+                    "compact" => PackedWeight::compact(ty, n, k, &bytes).expect("compact"),
+                    _ => PackedWeight::new(ty, n, k, &bytes).expect("pack"),
+                };
+                for t in list("LACUNA_BENCH_T", "32,160,544") {
+                    let t: usize = t.parse().expect("T");
+                    let x: Vec<f32> = (0..t * k)
+                        .map(|i| ((i * 7919) % 2001) as f32 / 1000.0 - 1.0)
+                        .collect();
+                    let mut y = vec![0.0f32; t * n];
+                    g.throughput(Throughput::Elements((2 * t * n * k) as u64));
+                    for &path in &paths {
+                        for threads in list("LACUNA_BENCH_THREADS", "1,2") {
+                            let threads: usize = threads.parse().expect("threads");
+                            let pool = rayon::ThreadPoolBuilder::new()
+                                .num_threads(threads)
+                                .build()
+                                .expect("pool");
+                            let mut ws = Workspace::new();
+                            let id = BenchmarkId::new(
+                                format!("{}/{}/{layout}/{n}x{k}", path.name(), ty.name()),
+                                format!("T{t}/th{threads}"),
+                            );
+                            let cpu_clock = threads == 1
+                                && std::env::var("LACUNA_BENCH_CLOCK").as_deref() == Ok("cpu");
+                            g.bench_function(id, |b| {
+                                pool.install(|| {
+                                    if cpu_clock {
+                                        // One pool thread does all the work: time its CPU clock.
+                                        b.iter_custom(|iters| {
+                                            let t0 = thread_cpu_time().expect("thread CPU clock");
+                                            for _ in 0..iters {
+                                                matmul_on(path, &x, t, &w, &mut y, &mut ws)
+                                                    .expect("matmul");
+                                            }
+                                            thread_cpu_time().expect("thread CPU clock") - t0
+                                        })
+                                    } else {
+                                        b.iter(|| {
                                             matmul_on(path, &x, t, &w, &mut y, &mut ws)
-                                                .expect("matmul");
-                                        }
-                                        thread_cpu_time().expect("thread CPU clock") - t0
-                                    })
-                                } else {
-                                    b.iter(|| {
-                                        matmul_on(path, &x, t, &w, &mut y, &mut ws).expect("matmul")
-                                    })
-                                }
-                            })
-                        });
+                                                .expect("matmul")
+                                        })
+                                    }
+                                })
+                            });
+                        }
                     }
                 }
             }

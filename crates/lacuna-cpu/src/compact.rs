@@ -41,39 +41,80 @@ impl CompactQuant {
     pub(crate) fn fast_on(kind: QuantKind, path: Path) -> bool {
         #[cfg(target_arch = "x86_64")]
         if path != Path::Scalar && matches!(kind, QuantKind::Q4K | QuantKind::Q6K) {
-            return true;
+            return x86_f16c();
         }
         let _ = (kind, path);
         false
     }
 }
 
+/// Whether the CPU converts f16 in hardware (every AVX2 CPU so far; checked anyway).
+#[cfg(target_arch = "x86_64")]
+fn x86_f16c() -> bool {
+    std::arch::is_x86_feature_detected!("f16c")
+}
+
 /// `out = acts . w^T` for every token (`acts` prepared for `w`'s activation kind).
 pub(crate) fn matmul(path: Path, w: &CompactQuant, acts: &Acts, n: usize, out: Out) {
-    let kernel: RowKernel = match (path, w.kind) {
+    let (row, rows8): (RowKernel, Option<Rows8Kernel>) = match (path, w.kind) {
         #[cfg(target_arch = "x86_64")]
-        (p, QuantKind::Q4K) if p != Path::Scalar => x86::q4k_row,
+        (p, QuantKind::Q4K) if p != Path::Scalar && x86_f16c() => {
+            (x86::q4k_row, Some(x86::q4k_rows8))
+        }
         #[cfg(target_arch = "x86_64")]
-        (p, QuantKind::Q6K) if p != Path::Scalar => x86::q6k_row,
-        _ => portable_row,
+        (p, QuantKind::Q6K) if p != Path::Scalar && x86_f16c() => {
+            (x86::q6k_row, Some(x86::q6k_rows8))
+        }
+        _ => (portable_row, None),
     };
     let panels = n.div_ceil(PANEL);
     (0..panels).into_par_iter().for_each_init(
-        || vec![0.0f32; out.t],
+        || vec![0.0f32; out.t * 8],
         |acc, p| {
-            for r in 0..out.valid(p) {
-                let row = &w.bytes[(p * PANEL + r) * w.row_bytes..][..w.row_bytes];
-                // SAFETY: the path's features are available (the caller checked the path),
-                // `acc` has one slot per token and `row` is whole blocks.
-                unsafe { kernel(w, row, acts, acc) };
-                for (t, &v) in acc.iter().enumerate() {
-                    // SAFETY: t < out.t, panel p is this task's, r < valid(p).
-                    unsafe { *out.at(t, p).add(r) = v };
+            let valid = out.valid(p);
+            match rows8 {
+                // Whole panels: two groups of eight rows.
+                Some(k8) if valid == PANEL => {
+                    for g in 0..2 {
+                        // SAFETY: the path's features are available (the caller checked
+                        // the path); rows p*16 + 8g .. +8 exist; `acc` holds 8 per token.
+                        unsafe { k8(w, p * PANEL + 8 * g, acts, acc) };
+                        for t in 0..out.t {
+                            // SAFETY: t < out.t, panel p is this task's, 8g + 8 <= 16.
+                            unsafe {
+                                std::ptr::copy_nonoverlapping(
+                                    acc[t * 8..].as_ptr(),
+                                    out.at(t, p).add(8 * g),
+                                    8,
+                                )
+                            };
+                        }
+                    }
+                }
+                _ => {
+                    for r in 0..valid {
+                        let bytes = &w.bytes[(p * PANEL + r) * w.row_bytes..][..w.row_bytes];
+                        let acc = &mut acc[..out.t];
+                        // SAFETY: as above; `acc` has one slot per token and `bytes` is
+                        // whole blocks.
+                        unsafe { row(w, bytes, acts, acc) };
+                        for (t, &v) in acc.iter().enumerate() {
+                            // SAFETY: t < out.t, panel p is this task's, r < valid(p).
+                            unsafe { *out.at(t, p).add(r) = v };
+                        }
+                    }
                 }
             }
         },
     );
 }
+
+/// Computes eight consecutive weight rows from the given one against every token into
+/// `acc` (`[t][8]`, overwritten).
+///
+/// # Safety
+/// The CPU must support the kernel's instructions and the eight rows must exist.
+pub(crate) type Rows8Kernel = unsafe fn(&CompactQuant, usize, &Acts, &mut [f32]);
 
 /// Computes one weight row against every token into `acc` (`[t]`, overwritten).
 ///

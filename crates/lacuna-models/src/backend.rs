@@ -71,6 +71,13 @@ pub trait Backend {
         bytes: &[u8],
     ) -> Result<Self::Weight>;
 
+    /// Told, before any weight is prepared, how many mixture-of-experts weights the file
+    /// holds (elements and bytes in the file), so that a backend can choose how to keep them
+    /// ([`Backend::prepare_expert`]). The default ignores it.
+    fn plan_experts(&mut self, elements: u64, file_bytes: u64) {
+        let _ = (elements, file_bytes);
+    }
+
     /// Prepares one expert of a mixture-of-experts layer: a matrix each forward pass reads
     /// for few tokens, which a backend may keep in a compact form. Defaults to
     /// [`Backend::prepare_weight`].

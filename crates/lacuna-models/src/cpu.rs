@@ -14,8 +14,9 @@ use crate::{Error, Result, RopeStyle};
 /// How expert weights of mixture-of-experts layers are kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ExpertLayout {
-    /// Compact (ggml's blocks, the file's size) where this CPU has a vectorised compact
-    /// kernel for the type (Q4_K and Q6_K with AVX2), repacked otherwise.
+    /// Repacked, unless the repacked experts would not fit in the memory available now
+    /// (`MemAvailable`, with a tenth kept free): then compact where this CPU has a
+    /// vectorised compact kernel for the type (Q4_K and Q6_K with AVX2).
     #[default]
     Auto,
     /// Always compact when the type allows it (slow where the kernel is portable).
@@ -41,6 +42,8 @@ impl ExpertLayout {
 pub struct CpuBackend {
     /// How expert weights are kept.
     experts: ExpertLayout,
+    /// `Auto` resolved for the file being loaded: whether experts go compact.
+    compact_experts: bool,
     ws: Workspace,
     /// The query rows asked for, when not all.
     q_rows: Vec<f32>,
@@ -52,6 +55,16 @@ impl CpuBackend {
     /// A backend with empty reusable buffers.
     pub fn new() -> CpuBackend {
         CpuBackend::default()
+    }
+
+    /// Whether expert weights are (to be) kept compact: the layout asked for, with `Auto`
+    /// resolved against the memory available when the model was loaded.
+    pub fn experts_compact(&self) -> bool {
+        match self.experts {
+            ExpertLayout::Fast => false,
+            ExpertLayout::Auto => self.compact_experts,
+            ExpertLayout::Compact => true,
+        }
     }
 
     /// A backend keeping expert weights as `layout` says.
@@ -83,6 +96,15 @@ impl Backend for CpuBackend {
         Ok(PackedWeight::new(ty, n, k, bytes)?)
     }
 
+    fn plan_experts(&mut self, elements: u64, _file_bytes: u64) {
+        // Repacked quantized weights take about 8.6 bits each (see lacuna-cpu's `packed`).
+        let repacked = elements.saturating_mul(43) / 40;
+        self.compact_experts = match mem_available() {
+            Some(avail) => repacked > avail / 10 * 9,
+            None => false,
+        };
+    }
+
     fn prepare_expert(
         &self,
         ty: GgmlType,
@@ -92,7 +114,7 @@ impl Backend for CpuBackend {
     ) -> Result<PackedWeight> {
         let compact = match self.experts {
             ExpertLayout::Fast => false,
-            ExpertLayout::Auto => PackedWeight::compact_is_fast(ty),
+            ExpertLayout::Auto => self.compact_experts && PackedWeight::compact_is_fast(ty),
             ExpertLayout::Compact => true,
         };
         if compact {
@@ -202,6 +224,14 @@ impl Backend for CpuBackend {
             .try_for_each(|(o, (g, u))| lacuna_cpu::swiglu(g, u, o))?;
         Ok(())
     }
+}
+
+/// `MemAvailable` from `/proc/meminfo`, in bytes (Linux; `None` elsewhere).
+fn mem_available() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 /// Rows per rayon task of the row-wise operations.

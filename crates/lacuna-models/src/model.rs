@@ -121,8 +121,19 @@ impl Model<CpuBackend> {
 impl<B: Backend> Model<B> {
     /// Reads the hyperparameters, checks every tensor's shape and type, and prepares the
     /// weights on `backend` (the token embedding stays in the file and is read by row).
-    pub fn load(file: GgufFile, backend: B) -> Result<Self> {
+    pub fn load(file: GgufFile, mut backend: B) -> Result<Self> {
         let config = Config::from_metadata(file.metadata())?;
+        let (elements, bytes) = file
+            .tensors()
+            .iter()
+            .filter(|t| t.name.ends_with("_exps.weight"))
+            .fold((0u64, 0u64), |(e, b), t| {
+                (
+                    e + t.dims.iter().product::<u64>(),
+                    b + file.info_data(t).len() as u64,
+                )
+            });
+        backend.plan_experts(elements, bytes);
         let loader = Loader {
             file: &file,
             backend: &backend,

@@ -87,7 +87,11 @@ fn same_seed_same_output_at_temperature() {
 #[test]
 fn threads_option_sizes_the_pool_and_keeps_results() {
     let mut one = Engine::demo(&one_thread()).unwrap();
-    let mut two = Engine::demo(&EngineOptions { threads: Some(2) }).unwrap();
+    let mut two = Engine::demo(&EngineOptions {
+        threads: Some(2),
+        ..Default::default()
+    })
+    .unwrap();
     assert_eq!(one.threads(), 1);
     assert_eq!(two.threads(), 2);
     let req = request(Prompt::Text("xyz".into()), 8, 4, 8);
@@ -95,7 +99,10 @@ fn threads_option_sizes_the_pool_and_keeps_results() {
     let b = two.generate(&req, |_| {}).unwrap();
     assert_eq!(a.canvas, b.canvas);
     assert!(matches!(
-        Engine::demo(&EngineOptions { threads: Some(0) }),
+        Engine::demo(&EngineOptions {
+            threads: Some(0),
+            ..Default::default()
+        }),
         Err(Error::ZeroThreads)
     ));
 }

@@ -10,7 +10,11 @@ use lacuna::{
 };
 
 fn demo() -> Engine {
-    Engine::demo(&EngineOptions { threads: Some(1) }).unwrap()
+    Engine::demo(&EngineOptions {
+        threads: Some(1),
+        ..Default::default()
+    })
+    .unwrap()
 }
 
 fn requests() -> Vec<GenerateRequest> {

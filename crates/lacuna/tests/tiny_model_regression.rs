@@ -62,8 +62,11 @@ fn generate_all(engine: &mut Engine) -> String {
 #[test]
 fn demo_model_greedy_text_matches_committed_samples() {
     let expected_path = repo_path("tools/train-tiny/results/lacuna-greedy.tsv");
-    let mut engine =
-        Engine::demo(&EngineOptions { threads: Some(2), ..Default::default() }).expect("the demo model loads");
+    let mut engine = Engine::demo(&EngineOptions {
+        threads: Some(2),
+        ..Default::default()
+    })
+    .expect("the demo model loads");
     assert_eq!(engine.name(), "lacuna-tiny-kjv");
     // The demo is the shipped file, byte for byte.
     let shipped = std::fs::read(repo_path("models/lacuna-tiny-kjv.gguf")).unwrap();
@@ -98,7 +101,11 @@ const COMMON: [&str; 60] = [
 
 #[test]
 fn demo_model_writes_kjv_english_across_the_canvas() {
-    let mut engine = Engine::demo(&EngineOptions { threads: Some(2), ..Default::default() }).unwrap();
+    let mut engine = Engine::demo(&EngineOptions {
+        threads: Some(2),
+        ..Default::default()
+    })
+    .unwrap();
     let (mut words, mut common) = (0usize, 0usize);
     for prompt in PROMPTS {
         for chat in [false, true] {

@@ -10,7 +10,14 @@ use super::{MASK_GLYPH, Style, render_frame};
 fn demo() -> Engine {
     let spec = FixtureSpec::new(Arch::Llada, Shape::Tiny, 1, QuantMix::F32);
     let file = GgufFile::from_vec(fixture::build(&spec).unwrap().to_vec().unwrap()).unwrap();
-    Engine::from_gguf(file, &EngineOptions { threads: Some(1), ..Default::default() }).unwrap()
+    Engine::from_gguf(
+        file,
+        &EngineOptions {
+            threads: Some(1),
+            ..Default::default()
+        },
+    )
+    .unwrap()
 }
 
 #[test]

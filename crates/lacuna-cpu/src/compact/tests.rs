@@ -45,7 +45,13 @@ proptest! {
 #[test]
 fn compact_refuses_offset_and_float_types_and_bad_sizes() {
     use lacuna_quant::GgmlType;
-    for ty in [GgmlType::Q2_K, GgmlType::Q4_1, GgmlType::Q5_1, GgmlType::F16, GgmlType::F32] {
+    for ty in [
+        GgmlType::Q2_K,
+        GgmlType::Q4_1,
+        GgmlType::Q5_1,
+        GgmlType::F16,
+        GgmlType::F32,
+    ] {
         assert!(PackedWeight::compact(ty, 4, 256, &[]).is_err(), "{ty:?}");
     }
     assert!(PackedWeight::compact(GgmlType::Q4_K, 2, 256, &[0; 144]).is_err());

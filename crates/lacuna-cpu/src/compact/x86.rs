@@ -31,10 +31,7 @@ unsafe fn signed_acts(a: &Acts, t: usize, k: usize, b: usize) -> [__m256i; 8] {
     let flip = _mm256_set1_epi8(-128);
     // SAFETY: 8 x 32 bytes in bounds of the 256-byte slice.
     std::array::from_fn(|i| unsafe {
-        _mm256_xor_si256(
-            _mm256_loadu_si256(x.as_ptr().add(32 * i).cast()),
-            flip,
-        )
+        _mm256_xor_si256(_mm256_loadu_si256(x.as_ptr().add(32 * i).cast()), flip)
     })
 }
 
@@ -144,8 +141,9 @@ pub(crate) unsafe fn q6k_row(w: &CompactQuant, row: &[u8], a: &Acts, acc: &mut [
                 wq[4 * n + g] = _mm256_or_si256(lo[g], hi[g]);
                 let s = 8 * n + 2 * g;
                 let (s0, s1) = (i16::from(sc[s] as i8), i16::from(sc[s + 1] as i8));
-                scv[4 * n + g] =
-                    _mm256_setr_epi16(s0, s0, s0, s0, s0, s0, s0, s0, s1, s1, s1, s1, s1, s1, s1, s1);
+                scv[4 * n + g] = _mm256_setr_epi16(
+                    s0, s0, s0, s0, s0, s0, s0, s0, s1, s1, s1, s1, s1, s1, s1, s1,
+                );
             }
         }
         for (t, acc) in acc.iter_mut().enumerate() {
@@ -163,5 +161,211 @@ pub(crate) unsafe fn q6k_row(w: &CompactQuant, row: &[u8], a: &Acts, acc: &mut [
             let isum = hsum(s32);
             *acc += (d * a.d[t * nblk + b]) * isum as f32;
         }
+    }
+}
+
+/// The eight i32 sums of `v[0..8]` (each eight lanes) as one vector, lane `r` = sum of
+/// `v[r]` (exact).
+#[inline]
+#[target_feature(enable = "avx2")]
+fn hsum8(v: &[__m256i; 8]) -> __m256i {
+    let a = _mm256_hadd_epi32(v[0], v[1]);
+    let b = _mm256_hadd_epi32(v[2], v[3]);
+    let c = _mm256_hadd_epi32(v[4], v[5]);
+    let d = _mm256_hadd_epi32(v[6], v[7]);
+    let ab = _mm256_hadd_epi32(a, b);
+    let cd = _mm256_hadd_epi32(c, d);
+    // ab = [r0 r1 r2 r3 | r0 r1 r2 r3] halves (low lanes, high lanes), cd likewise r4..r7.
+    let lo = _mm256_permute2x128_si256::<0x20>(ab, cd);
+    let hi = _mm256_permute2x128_si256::<0x31>(ab, cd);
+    _mm256_add_epi32(lo, hi)
+}
+
+/// Eight f16 values at byte `at` of each of the blocks, widened (exact).
+#[inline]
+#[target_feature(enable = "avx2,f16c")]
+fn f16x8(blk: &[&[u8]; 8], at: usize) -> __m256 {
+    let h: [u16; 8] = std::array::from_fn(|r| u16::from_le_bytes([blk[r][at], blk[r][at + 1]]));
+    // SAFETY: an 8 x u16 load of an 8-element array.
+    _mm256_cvtph_ps(unsafe { _mm_loadu_si128(h.as_ptr().cast()) })
+}
+
+/// ggml's `utmp` unpacking of Q4_K's 12 scale bytes: the eight 6-bit scales and the eight
+/// 6-bit mins, as bytes (the same values as `get_scale_min_k4`).
+#[inline]
+fn scales_mins_utmp(s: &[u8]) -> ([u8; 8], [u8; 8]) {
+    const K1: u32 = 0x3f3f_3f3f;
+    const K2: u32 = 0x0f0f_0f0f;
+    const K3: u32 = 0x0303_0303;
+    let w = |i: usize| u32::from_le_bytes([s[4 * i], s[4 * i + 1], s[4 * i + 2], s[4 * i + 3]]);
+    let (u0, u1, u2) = (w(0), w(1), w(2));
+    let sc_lo = u0 & K1;
+    let sc_hi = (u2 & K2) | (((u0 >> 6) & K3) << 4);
+    let m_lo = u1 & K1;
+    let m_hi = ((u2 >> 4) & K2) | (((u1 >> 6) & K3) << 4);
+    let mut sc = [0u8; 8];
+    let mut m = [0u8; 8];
+    sc[..4].copy_from_slice(&sc_lo.to_le_bytes());
+    sc[4..].copy_from_slice(&sc_hi.to_le_bytes());
+    m[..4].copy_from_slice(&m_lo.to_le_bytes());
+    m[4..].copy_from_slice(&m_hi.to_le_bytes());
+    (sc, m)
+}
+
+/// Eight consecutive Q4_K rows (from `row0`) against every token: `acc[t * 8 + r]`. Each
+/// lane runs the portable kernel's float operations in its order (no FMA), so the bits are
+/// the single-row kernel's.
+///
+/// # Safety
+/// AVX2 available; rows `row0..row0 + 8` exist; `acc` holds 8 slots per token of `a`.
+#[target_feature(enable = "avx2,f16c")]
+pub(crate) unsafe fn q4k_rows8(w: &CompactQuant, row0: usize, a: &Acts, acc: &mut [f32]) {
+    let (k, rb) = (w.k, w.row_bytes);
+    let nblk = k / 256;
+    let t_all = acc.len() / 8;
+    let mut accv = vec![_mm256_setzero_ps(); t_all];
+    let low = _mm256_set1_epi8(0x0F);
+    for b in 0..nblk {
+        let blk: [&[u8]; 8] = std::array::from_fn(|r| &w.bytes[(row0 + r) * rb + b * 144..][..144]);
+        // Per row: the sub-block scales as i16 broadcasts; per sub-block: the rows' mins.
+        let mut scv = [[_mm256_setzero_si256(); 8]; 8];
+        let mut mins = [[0i32; 8]; 8]; // [j][r]
+        for r in 0..8 {
+            let (sc, m) = scales_mins_utmp(&blk[r][4..16]);
+            for j in 0..8 {
+                scv[r][j] = _mm256_set1_epi16(i16::from(sc[j]));
+                mins[j][r] = i32::from(m[j]);
+            }
+        }
+        let (dv, dminv) = (f16x8(&blk, 0), f16x8(&blk, 2));
+        // SAFETY: 8-lane loads of 8-element arrays.
+        let minv: [__m256i; 8] =
+            std::array::from_fn(|j| unsafe { _mm256_loadu_si256(mins[j].as_ptr().cast()) });
+        for (t, accv) in accv.iter_mut().enumerate() {
+            // SAFETY: block b of token t exists (acts were prepared for this matmul).
+            let x = unsafe { signed_acts(a, t, k, b) };
+            let mut s = [_mm256_setzero_si256(); 8];
+            for r in 0..8 {
+                let mut s32 = _mm256_setzero_si256();
+                for c in 0..4 {
+                    // SAFETY: 32 bytes at 16 + 32c within the 144-byte block.
+                    let raw =
+                        unsafe { _mm256_loadu_si256(blk[r].as_ptr().add(16 + 32 * c).cast()) };
+                    let lo = _mm256_and_si256(raw, low);
+                    let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(raw), low);
+                    let p0 = _mm256_maddubs_epi16(lo, x[2 * c]);
+                    let p1 = _mm256_maddubs_epi16(hi, x[2 * c + 1]);
+                    s32 = _mm256_add_epi32(s32, _mm256_madd_epi16(p0, scv[r][2 * c]));
+                    s32 = _mm256_add_epi32(s32, _mm256_madd_epi16(p1, scv[r][2 * c + 1]));
+                }
+                s[r] = s32;
+            }
+            let isum = _mm256_cvtepi32_ps(hsum8(&s));
+            let xs = &a.sums[(t * nblk + b) * 8..][..8];
+            let mut msum = _mm256_setzero_si256();
+            for j in 0..8 {
+                msum = _mm256_add_epi32(
+                    msum,
+                    _mm256_mullo_epi32(minv[j], _mm256_set1_epi32(i32::from(xs[j]))),
+                );
+            }
+            let xd = _mm256_set1_ps(a.d[t * nblk + b]);
+            *accv = _mm256_add_ps(*accv, _mm256_mul_ps(_mm256_mul_ps(dv, xd), isum));
+            let m = _mm256_mul_ps(_mm256_mul_ps(dminv, xd), _mm256_cvtepi32_ps(msum));
+            *accv = _mm256_sub_ps(*accv, m);
+        }
+    }
+    for (t, v) in accv.iter().enumerate() {
+        // SAFETY: 8 floats at t * 8 within `acc`.
+        unsafe { _mm256_storeu_ps(acc.as_mut_ptr().add(t * 8), *v) };
+    }
+}
+
+/// Eight consecutive Q6_K rows against every token (see [`q4k_rows8`]).
+///
+/// # Safety
+/// As [`q4k_rows8`].
+#[target_feature(enable = "avx2,f16c")]
+pub(crate) unsafe fn q6k_rows8(w: &CompactQuant, row0: usize, a: &Acts, acc: &mut [f32]) {
+    let (k, rb) = (w.k, w.row_bytes);
+    let nblk = k / 256;
+    let t_all = acc.len() / 8;
+    let mut accv = vec![_mm256_setzero_ps(); t_all];
+    let (m4, m3) = (_mm256_set1_epi8(0x0F), _mm256_set1_epi8(0x03));
+    let (m_c, m_30, m_c0) = (
+        _mm256_set1_epi8(0x0C),
+        _mm256_set1_epi8(0x30),
+        _mm256_set1_epi8(0xC0u8 as i8),
+    );
+    let c32 = _mm256_set1_epi8(32);
+    for b in 0..nblk {
+        let blk: [&[u8]; 8] = std::array::from_fn(|r| &w.bytes[(row0 + r) * rb + b * 210..][..210]);
+        let dv = f16x8(&blk, 208);
+        // Scale vectors per row and 32-element group i: lanes 0-7 sub 2i, 8-15 sub 2i + 1,
+        // the 16 signed scale bytes shuffled into place and sign-extended.
+        let mut scv = [[_mm256_setzero_si256(); 8]; 8];
+        for r in 0..8 {
+            // SAFETY: 16 bytes at 192 within the 210-byte block.
+            let raw = unsafe { _mm_loadu_si128(blk[r].as_ptr().add(192).cast()) };
+            for (i, v) in scv[r].iter_mut().enumerate() {
+                let (lo, hi) = ((2 * i) as i8, (2 * i + 1) as i8);
+                let pick = _mm_setr_epi8(
+                    lo, lo, lo, lo, lo, lo, lo, lo, hi, hi, hi, hi, hi, hi, hi, hi,
+                );
+                *v = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(raw, pick));
+            }
+        }
+        for (t, accv) in accv.iter_mut().enumerate() {
+            // SAFETY: block b of token t exists (acts were prepared for this matmul).
+            let x = unsafe { signed_acts(a, t, k, b) };
+            // 32 * sum(x) per pair of lanes, shared by every row.
+            let o: [__m256i; 8] = std::array::from_fn(|i| _mm256_maddubs_epi16(c32, x[i]));
+            let mut s = [_mm256_setzero_si256(); 8];
+            for r in 0..8 {
+                let mut s32 = _mm256_setzero_si256();
+                for n in 0..2 {
+                    // SAFETY: ql at 64n (two loads of 32), qh at 128 + 32n, inside 210 bytes.
+                    let (l0, l1, h) = unsafe {
+                        (
+                            _mm256_loadu_si256(blk[r].as_ptr().add(64 * n).cast()),
+                            _mm256_loadu_si256(blk[r].as_ptr().add(64 * n + 32).cast()),
+                            _mm256_loadu_si256(blk[r].as_ptr().add(128 + 32 * n).cast()),
+                        )
+                    };
+                    let q = [
+                        _mm256_or_si256(
+                            _mm256_and_si256(l0, m4),
+                            _mm256_slli_epi16::<4>(_mm256_and_si256(h, m3)),
+                        ),
+                        _mm256_or_si256(
+                            _mm256_and_si256(l1, m4),
+                            _mm256_slli_epi16::<2>(_mm256_and_si256(h, m_c)),
+                        ),
+                        _mm256_or_si256(
+                            _mm256_and_si256(_mm256_srli_epi16::<4>(l0), m4),
+                            _mm256_and_si256(h, m_30),
+                        ),
+                        _mm256_or_si256(
+                            _mm256_and_si256(_mm256_srli_epi16::<4>(l1), m4),
+                            _mm256_srli_epi16::<2>(_mm256_and_si256(h, m_c0)),
+                        ),
+                    ];
+                    for g in 0..4 {
+                        let i = 4 * n + g;
+                        let p = _mm256_maddubs_epi16(q[g], x[i]);
+                        s32 = _mm256_add_epi32(s32, _mm256_madd_epi16(p, scv[r][i]));
+                        s32 = _mm256_sub_epi32(s32, _mm256_madd_epi16(o[i], scv[r][i]));
+                    }
+                }
+                s[r] = s32;
+            }
+            let isum = _mm256_cvtepi32_ps(hsum8(&s));
+            let xd = _mm256_set1_ps(a.d[t * nblk + b]);
+            *accv = _mm256_add_ps(*accv, _mm256_mul_ps(_mm256_mul_ps(dv, xd), isum));
+        }
+    }
+    for (t, v) in accv.iter().enumerate() {
+        // SAFETY: 8 floats at t * 8 within `acc`.
+        unsafe { _mm256_storeu_ps(acc.as_mut_ptr().add(t * 8), *v) };
     }
 }

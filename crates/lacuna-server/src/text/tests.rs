@@ -2,7 +2,11 @@ use super::*;
 use lacuna::{Engine, EngineOptions};
 
 fn demo() -> Engine {
-    Engine::demo(&EngineOptions { threads: Some(1), ..Default::default() }).unwrap()
+    Engine::demo(&EngineOptions {
+        threads: Some(1),
+        ..Default::default()
+    })
+    .unwrap()
 }
 
 /// Feeds `tokens` settling left to right one at a time (masks after), collecting deltas.

@@ -20,7 +20,11 @@ pub struct Running {
 
 /// The demo engine with 1 thread (tests run in parallel).
 pub fn demo_engine() -> Engine {
-    Engine::demo(&EngineOptions { threads: Some(1), ..Default::default() }).expect("demo model loads")
+    Engine::demo(&EngineOptions {
+        threads: Some(1),
+        ..Default::default()
+    })
+    .expect("demo model loads")
 }
 
 /// Starts a server over the demo model with `config`.

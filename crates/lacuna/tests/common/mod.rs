@@ -21,7 +21,10 @@ pub(crate) fn tiny_engine(arch: Arch) -> Engine {
 
 /// Options with one worker thread.
 pub(crate) fn one_thread() -> EngineOptions {
-    EngineOptions { threads: Some(1), ..Default::default() }
+    EngineOptions {
+        threads: Some(1),
+        ..Default::default()
+    }
 }
 
 /// `bytes` rewritten with metadata `key` removed (everything else copied).

@@ -149,6 +149,14 @@ pub(crate) struct Figures {
     /// recorded): the canvas length without a cache, less with one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) positions_per_forward: Option<f64>,
+    /// Bytes of mixture-of-experts weights read per forward, averaged (MoE models, where
+    /// recorded): each expert some token was routed to, in the form the engine keeps it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) expert_bytes_per_forward: Option<f64>,
+    /// How expert weights were kept: `compact` (the file's blocks) or `repacked` (MoE models,
+    /// where recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) experts: Option<String>,
 }
 
 /// Median, min and max of a timing over the runs.

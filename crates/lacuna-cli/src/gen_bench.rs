@@ -158,6 +158,7 @@ pub(crate) fn run(
     let mut startup_s = None;
     let mut forwards = 0;
     let mut positions_per_forward = 0.0;
+    let parts0 = engine.model().part_times();
     for run in 0..runs {
         let out = engine.generate(&req, |_| {})?;
         forwards = out.stats.denoiser_calls;
@@ -170,6 +171,18 @@ pub(crate) fn run(
         step_ms.extend_from_slice(&out.timings.step_ms);
         totals.push(out.timings.total_s);
     }
+    let parts = engine.model().part_times();
+    let passes = parts.passes.saturating_sub(parts0.passes).max(1);
+    let is_moe = engine.model().config().moe.is_some();
+    let expert_bytes = is_moe
+        .then(|| (parts.expert_bytes - parts0.expert_bytes) as f64 / f64::from(passes));
+    let experts = is_moe.then(|| {
+        if engine.model().backend().experts_compact() {
+            "compact"
+        } else {
+            "repacked"
+        }
+    });
     let threads = engine.threads();
     let step_median = median(&step_ms);
     let step_min = step_ms.iter().copied().fold(f64::INFINITY, f64::min);
@@ -262,6 +275,8 @@ pub(crate) fn run(
             "peak_rss_bytes": peak,
             "forwards": forwards,
             "positions_per_forward": positions_per_forward,
+            "expert_bytes_per_forward": expert_bytes,
+            "experts": experts,
         },
         "notes": g.notes,
     });
@@ -270,6 +285,9 @@ pub(crate) fn run(
         if let Some(obj) = result.as_object_mut() {
             obj.remove("notes");
         }
+    }
+    if let Some(fig) = result["figures"].as_object_mut() {
+        fig.retain(|_, v| !v.is_null());
     }
     if let Some(root) = &g.save {
         let dir = root.join("bench-results").join(&machine_id);

@@ -68,17 +68,23 @@ pub(crate) fn matmul(path: Path, w: &CompactQuant, acts: &Acts, n: usize, out: O
         _ => (portable_row, None),
     };
     let panels = n.div_ceil(PANEL);
+    // The activations as signed bytes, once per matmul (the kernels read them directly).
+    let signed: Vec<u8> = match rows8 {
+        Some(_) => acts.q[..out.t * w.k].iter().map(|&u| u ^ 0x80).collect(),
+        None => Vec::new(),
+    };
     (0..panels).into_par_iter().for_each_init(
-        || vec![0.0f32; out.t * 8],
-        |acc, p| {
+        || (vec![0.0f32; out.t * 8], vec![0i32; out.t * 16]),
+        |(acc, ints), p| {
             let valid = out.valid(p);
             match rows8 {
                 // Whole panels: two groups of eight rows.
                 Some(k8) if valid == PANEL => {
                     for g in 0..2 {
                         // SAFETY: the path's features are available (the caller checked
-                        // the path); rows p*16 + 8g .. +8 exist; `acc` holds 8 per token.
-                        unsafe { k8(w, p * PANEL + 8 * g, acts, acc) };
+                        // the path); rows p*16 + 8g .. +8 exist; `acc` holds 8 per token
+                        // and `ints` 16.
+                        unsafe { k8(w, p * PANEL + 8 * g, acts, &signed, acc, ints) };
                         for t in 0..out.t {
                             // SAFETY: t < out.t, panel p is this task's, 8g + 8 <= 16.
                             unsafe {
@@ -110,11 +116,12 @@ pub(crate) fn matmul(path: Path, w: &CompactQuant, acts: &Acts, n: usize, out: O
 }
 
 /// Computes eight consecutive weight rows from the given one against every token into
-/// `acc` (`[t][8]`, overwritten).
+/// `acc` (`[t][8]`, overwritten), with the activations also given as signed bytes and
+/// `[t][16]` integer scratch.
 ///
 /// # Safety
 /// The CPU must support the kernel's instructions and the eight rows must exist.
-pub(crate) type Rows8Kernel = unsafe fn(&CompactQuant, usize, &Acts, &mut [f32]);
+pub(crate) type Rows8Kernel = unsafe fn(&CompactQuant, usize, &Acts, &[u8], &mut [f32], &mut [i32]);
 
 /// Computes one weight row against every token into `acc` (`[t]`, overwritten).
 ///

@@ -91,6 +91,9 @@ pub trait Backend {
         self.prepare_weight(ty, n, k, bytes)
     }
 
+    /// Bytes a prepared weight occupies (what one matmul over it reads).
+    fn weight_bytes(&self, w: &Self::Weight) -> usize;
+
     /// `y[t x n] = x[t x k] . w^T`.
     fn matmul(&mut self, x: &[f32], t: usize, w: &Self::Weight, y: &mut [f32]) -> Result<()>;
 

@@ -126,6 +126,10 @@ impl Backend for CpuBackend {
         self.prepare_weight(ty, n, k, bytes)
     }
 
+    fn weight_bytes(&self, w: &PackedWeight) -> usize {
+        w.packed_bytes()
+    }
+
     fn matmul(&mut self, x: &[f32], t: usize, w: &PackedWeight, y: &mut [f32]) -> Result<()> {
         Ok(lacuna_cpu::matmul(x, t, w, y, &mut self.ws)?)
     }

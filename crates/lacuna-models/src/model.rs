@@ -31,6 +31,11 @@ pub struct PartTimes {
     pub other: Duration,
     /// Forward passes timed.
     pub passes: u32,
+    /// Bytes of expert weights the passes read, in the form the backend keeps them: each
+    /// expert that at least one token was routed to, once per layer and pass.
+    pub expert_bytes: u64,
+    /// Expert matmul groups run (expert x layer x pass with at least one token).
+    pub experts_run: u64,
 }
 
 /// Reused activation buffers: they grow to the largest canvas seen and are never freed
@@ -517,7 +522,9 @@ impl<B: Backend> Model<B> {
                 }
                 Ffn::Moe(experts) => {
                     let c = Instant::now();
-                    moe::moe_ffn(be, experts, xn, cur_t, d, proj, &mut s.moe)?;
+                    let (bytes, run) = moe::moe_ffn(be, experts, xn, cur_t, d, proj, &mut s.moe)?;
+                    tm.expert_bytes += bytes;
+                    tm.experts_run += run;
                     gemm += c.elapsed();
                     if let Some(shared) = &experts.shared {
                         // llama.cpp: `moe_out + ffn_shexp`, the shared block on the same

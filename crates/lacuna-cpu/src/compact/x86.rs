@@ -21,6 +21,7 @@ fn hsum(v: __m256i) -> i32 {
 }
 
 /// Token `t`'s biased Q8_K quants of block `b`, flipped to signed bytes: eight vectors of 32.
+/// (Loops, not closures: a closure does not inherit the function's target features.)
 ///
 /// # Safety
 /// AVX2; `a.q` holds block `b` of token `t` (`k` per token).
@@ -29,10 +30,15 @@ fn hsum(v: __m256i) -> i32 {
 unsafe fn signed_acts(a: &Acts, t: usize, k: usize, b: usize) -> [__m256i; 8] {
     let x = &a.q[t * k + b * 256..][..256];
     let flip = _mm256_set1_epi8(-128);
-    // SAFETY: 8 x 32 bytes in bounds of the 256-byte slice.
-    std::array::from_fn(|i| unsafe {
-        _mm256_xor_si256(_mm256_loadu_si256(x.as_ptr().add(32 * i).cast()), flip)
-    })
+    let mut out = [flip; 8];
+    for (i, o) in out.iter_mut().enumerate() {
+        // SAFETY: 32 bytes at 32i in bounds of the 256-byte slice.
+        *o = _mm256_xor_si256(
+            unsafe { _mm256_loadu_si256(x.as_ptr().add(32 * i).cast()) },
+            flip,
+        );
+    }
+    out
 }
 
 /// ggml's `get_scale_min_k4` for all eight sub-blocks.
@@ -66,7 +72,10 @@ pub(crate) unsafe fn q4k_row(w: &CompactQuant, row: &[u8], a: &Acts, acc: &mut [
     for (b, blk) in row.chunks_exact(144).enumerate() {
         let (d, dmin) = (f16_at(blk, 0), f16_at(blk, 2));
         let (sc, mins) = scales_mins_k4(&blk[4..16]);
-        let scv: [__m256i; 8] = std::array::from_fn(|j| _mm256_set1_epi16(sc[j]));
+        let mut scv = [_mm256_setzero_si256(); 8];
+        for (v, &c) in scv.iter_mut().zip(&sc) {
+            *v = _mm256_set1_epi16(c);
+        }
         // Sub-block 2c: low nibbles of qs[32c..32c+32]; 2c+1: their high nibbles.
         let mut wq = [_mm256_setzero_si256(); 8];
         for c in 0..4 {
@@ -88,7 +97,10 @@ pub(crate) unsafe fn q4k_row(w: &CompactQuant, row: &[u8], a: &Acts, acc: &mut [
             let xd = a.d[t * nblk + b];
             *acc += (d * xd) * isum as f32;
             let xs = &a.sums[(t * nblk + b) * 8..][..8];
-            let msum: i32 = (0..8).map(|j| mins[j] * i32::from(xs[j])).sum();
+            let mut msum = 0i32;
+            for j in 0..8 {
+                msum += mins[j] * i32::from(xs[j]);
+            }
             *acc -= (dmin * xd) * msum as f32;
         }
     }
@@ -164,28 +176,15 @@ pub(crate) unsafe fn q6k_row(w: &CompactQuant, row: &[u8], a: &Acts, acc: &mut [
     }
 }
 
-/// The eight i32 sums of `v[0..8]` (each eight lanes) as one vector, lane `r` = sum of
-/// `v[r]` (exact).
-#[inline]
-#[target_feature(enable = "avx2")]
-fn hsum8(v: &[__m256i; 8]) -> __m256i {
-    let a = _mm256_hadd_epi32(v[0], v[1]);
-    let b = _mm256_hadd_epi32(v[2], v[3]);
-    let c = _mm256_hadd_epi32(v[4], v[5]);
-    let d = _mm256_hadd_epi32(v[6], v[7]);
-    let ab = _mm256_hadd_epi32(a, b);
-    let cd = _mm256_hadd_epi32(c, d);
-    // ab = [r0 r1 r2 r3 | r0 r1 r2 r3] halves (low lanes, high lanes), cd likewise r4..r7.
-    let lo = _mm256_permute2x128_si256::<0x20>(ab, cd);
-    let hi = _mm256_permute2x128_si256::<0x31>(ab, cd);
-    _mm256_add_epi32(lo, hi)
-}
-
 /// Eight f16 values at byte `at` of each of the blocks, widened (exact).
 #[inline]
 #[target_feature(enable = "avx2,f16c")]
-fn f16x8(blk: &[&[u8]; 8], at: usize) -> __m256 {
-    let h: [u16; 8] = std::array::from_fn(|r| u16::from_le_bytes([blk[r][at], blk[r][at + 1]]));
+fn f16x8(bytes: &[u8], base: usize, stride: usize, at: usize) -> __m256 {
+    let mut h = [0u16; 8];
+    for (r, h) in h.iter_mut().enumerate() {
+        let i = base + r * stride + at;
+        *h = u16::from_le_bytes([bytes[i], bytes[i + 1]]);
+    }
     // SAFETY: an 8 x u16 load of an 8-element array.
     _mm256_cvtph_ps(unsafe { _mm_loadu_si128(h.as_ptr().cast()) })
 }
@@ -213,123 +212,159 @@ fn scales_mins_utmp(s: &[u8]) -> ([u8; 8], [u8; 8]) {
 }
 
 /// Eight consecutive Q4_K rows (from `row0`) against every token: `acc[t * 8 + r]`. Each
-/// lane runs the portable kernel's float operations in its order (no FMA), so the bits are
-/// the single-row kernel's.
+/// row's exact integer sums go to `ints` (`[t][isum 8 | msum 8]`), then the float folding runs
+/// for the eight rows as one vector, each lane in the portable kernel's order (no FMA), so
+/// the bits are the single-row kernel's.
 ///
 /// # Safety
-/// AVX2 available; rows `row0..row0 + 8` exist; `acc` holds 8 slots per token of `a`.
+/// AVX2 and F16C available; rows `row0..row0 + 8` exist; `acc` holds 8 slots and `ints` 16
+/// per token of `a`.
 #[target_feature(enable = "avx2,f16c")]
-pub(crate) unsafe fn q4k_rows8(w: &CompactQuant, row0: usize, a: &Acts, acc: &mut [f32]) {
+pub(crate) unsafe fn q4k_rows8(
+    w: &CompactQuant,
+    row0: usize,
+    a: &Acts,
+    xs: &[u8],
+    acc: &mut [f32],
+    ints: &mut [i32],
+) {
     let (k, rb) = (w.k, w.row_bytes);
     let nblk = k / 256;
     let t_all = acc.len() / 8;
-    let mut accv = vec![_mm256_setzero_ps(); t_all];
+    acc.fill(0.0);
     let low = _mm256_set1_epi8(0x0F);
+    // Byte shuffles broadcasting the i16 scale of sub-block j (bytes 2j, 2j + 1).
+    let mut pick = [_mm256_setzero_si256(); 8];
+    for (j, p) in pick.iter_mut().enumerate() {
+        let (lo, hi) = ((2 * j) as i8, (2 * j + 1) as i8);
+        *p = _mm256_setr_epi8(
+            lo, hi, lo, hi, lo, hi, lo, hi, lo, hi, lo, hi, lo, hi, lo, hi, lo, hi, lo, hi, lo, hi,
+            lo, hi, lo, hi, lo, hi, lo, hi, lo, hi,
+        );
+    }
     for b in 0..nblk {
-        let blk: [&[u8]; 8] = std::array::from_fn(|r| &w.bytes[(row0 + r) * rb + b * 144..][..144]);
-        // Per row: the sub-block scales as i16 broadcasts; per sub-block: the rows' mins.
-        let mut scv = [[_mm256_setzero_si256(); 8]; 8];
-        let mut mins = [[0i32; 8]; 8]; // [j][r]
+        // Block b of rows row0..row0 + 8.
+        let base = row0 * rb + b * 144;
+        let bytes = &w.bytes[base..base + 7 * rb + 144];
+        let (dv, dminv) = (f16x8(bytes, 0, rb, 0), f16x8(bytes, 0, rb, 2));
         for r in 0..8 {
-            let (sc, m) = scales_mins_utmp(&blk[r][4..16]);
-            for j in 0..8 {
-                scv[r][j] = _mm256_set1_epi16(i16::from(sc[j]));
-                mins[j][r] = i32::from(m[j]);
+            let blk = &bytes[r * rb..r * rb + 144];
+            let (sc, m) = scales_mins_utmp(&blk[4..16]);
+            // SAFETY: 8-byte loads of 8-element arrays.
+            let (sc16, m16) = unsafe {
+                (
+                    _mm_cvtepu8_epi16(_mm_loadl_epi64(sc.as_ptr().cast())),
+                    _mm_cvtepu8_epi16(_mm_loadl_epi64(m.as_ptr().cast())),
+                )
+            };
+            let sc2 = _mm256_broadcastsi128_si256(sc16);
+            let mut scv = [_mm256_setzero_si256(); 8];
+            for (v, p) in scv.iter_mut().zip(&pick) {
+                *v = _mm256_shuffle_epi8(sc2, *p);
             }
-        }
-        let (dv, dminv) = (f16x8(&blk, 0), f16x8(&blk, 2));
-        // SAFETY: 8-lane loads of 8-element arrays.
-        let minv: [__m256i; 8] =
-            std::array::from_fn(|j| unsafe { _mm256_loadu_si256(mins[j].as_ptr().cast()) });
-        for (t, accv) in accv.iter_mut().enumerate() {
-            // SAFETY: block b of token t exists (acts were prepared for this matmul).
-            let x = unsafe { signed_acts(a, t, k, b) };
-            let mut s = [_mm256_setzero_si256(); 8];
-            for r in 0..8 {
+            for t in 0..t_all {
+                let x = &xs[t * k + b * 256..][..256];
                 let mut s32 = _mm256_setzero_si256();
                 for c in 0..4 {
-                    // SAFETY: 32 bytes at 16 + 32c within the 144-byte block.
-                    let raw =
-                        unsafe { _mm256_loadu_si256(blk[r].as_ptr().add(16 + 32 * c).cast()) };
+                    // SAFETY: 32 bytes at 16 + 32c within the 144-byte block; 32 bytes at
+                    // 64c and 64c + 32 within the token's 256.
+                    let (raw, x0, x1) = unsafe {
+                        (
+                            _mm256_loadu_si256(blk.as_ptr().add(16 + 32 * c).cast()),
+                            _mm256_loadu_si256(x.as_ptr().add(64 * c).cast()),
+                            _mm256_loadu_si256(x.as_ptr().add(64 * c + 32).cast()),
+                        )
+                    };
                     let lo = _mm256_and_si256(raw, low);
                     let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(raw), low);
-                    let p0 = _mm256_maddubs_epi16(lo, x[2 * c]);
-                    let p1 = _mm256_maddubs_epi16(hi, x[2 * c + 1]);
-                    s32 = _mm256_add_epi32(s32, _mm256_madd_epi16(p0, scv[r][2 * c]));
-                    s32 = _mm256_add_epi32(s32, _mm256_madd_epi16(p1, scv[r][2 * c + 1]));
+                    let p0 = _mm256_maddubs_epi16(lo, x0);
+                    let p1 = _mm256_maddubs_epi16(hi, x1);
+                    s32 = _mm256_add_epi32(s32, _mm256_madd_epi16(p0, scv[2 * c]));
+                    s32 = _mm256_add_epi32(s32, _mm256_madd_epi16(p1, scv[2 * c + 1]));
                 }
-                s[r] = s32;
+                let sums = &a.sums[(t * nblk + b) * 8..][..8];
+                // SAFETY: an 8 x i16 load of an 8-element slice.
+                let xs16 = unsafe { _mm_loadu_si128(sums.as_ptr().cast()) };
+                let ms = _mm_madd_epi16(m16, xs16);
+                let ms = _mm_add_epi32(ms, _mm_shuffle_epi32::<0b01_00_11_10>(ms));
+                let ms = _mm_add_epi32(ms, _mm_shuffle_epi32::<0b10_11_00_01>(ms));
+                ints[t * 16 + r] = hsum(s32);
+                ints[t * 16 + 8 + r] = _mm_cvtsi128_si32(ms);
             }
-            let isum = _mm256_cvtepi32_ps(hsum8(&s));
-            let xs = &a.sums[(t * nblk + b) * 8..][..8];
-            let mut msum = _mm256_setzero_si256();
-            for j in 0..8 {
-                msum = _mm256_add_epi32(
-                    msum,
-                    _mm256_mullo_epi32(minv[j], _mm256_set1_epi32(i32::from(xs[j]))),
-                );
-            }
-            let xd = _mm256_set1_ps(a.d[t * nblk + b]);
-            *accv = _mm256_add_ps(*accv, _mm256_mul_ps(_mm256_mul_ps(dv, xd), isum));
-            let m = _mm256_mul_ps(_mm256_mul_ps(dminv, xd), _mm256_cvtepi32_ps(msum));
-            *accv = _mm256_sub_ps(*accv, m);
         }
-    }
-    for (t, v) in accv.iter().enumerate() {
-        // SAFETY: 8 floats at t * 8 within `acc`.
-        unsafe { _mm256_storeu_ps(acc.as_mut_ptr().add(t * 8), *v) };
+        for t in 0..t_all {
+            let xd = _mm256_set1_ps(a.d[t * nblk + b]);
+            // SAFETY: 8-lane loads and stores within `ints[t*16..t*16+16]` and
+            // `acc[t*8..t*8+8]`.
+            unsafe {
+                let isum = _mm256_cvtepi32_ps(_mm256_loadu_si256(ints.as_ptr().add(t * 16).cast()));
+                let msum =
+                    _mm256_cvtepi32_ps(_mm256_loadu_si256(ints.as_ptr().add(t * 16 + 8).cast()));
+                let slot = acc.as_mut_ptr().add(t * 8);
+                let mut v = _mm256_loadu_ps(slot);
+                v = _mm256_add_ps(v, _mm256_mul_ps(_mm256_mul_ps(dv, xd), isum));
+                v = _mm256_sub_ps(v, _mm256_mul_ps(_mm256_mul_ps(dminv, xd), msum));
+                _mm256_storeu_ps(slot, v);
+            }
+        }
     }
 }
 
-/// Eight consecutive Q6_K rows against every token (see [`q4k_rows8`]).
+/// Eight consecutive Q6_K rows against every token (see [`q4k_rows8`]; `ints` holds the
+/// isums in its first 8 slots per token).
 ///
 /// # Safety
 /// As [`q4k_rows8`].
 #[target_feature(enable = "avx2,f16c")]
-pub(crate) unsafe fn q6k_rows8(w: &CompactQuant, row0: usize, a: &Acts, acc: &mut [f32]) {
+pub(crate) unsafe fn q6k_rows8(
+    w: &CompactQuant,
+    row0: usize,
+    a: &Acts,
+    xs: &[u8],
+    acc: &mut [f32],
+    ints: &mut [i32],
+) {
     let (k, rb) = (w.k, w.row_bytes);
     let nblk = k / 256;
     let t_all = acc.len() / 8;
-    let mut accv = vec![_mm256_setzero_ps(); t_all];
+    acc.fill(0.0);
     let (m4, m3) = (_mm256_set1_epi8(0x0F), _mm256_set1_epi8(0x03));
     let (m_c, m_30, m_c0) = (
         _mm256_set1_epi8(0x0C),
         _mm256_set1_epi8(0x30),
         _mm256_set1_epi8(0xC0u8 as i8),
     );
+    // Shuffles of the 16 scale bytes: group i takes sub 2i in lanes 0-7, 2i + 1 in 8-15.
+    let mut pick = [_mm_setzero_si128(); 8];
+    for (i, p) in pick.iter_mut().enumerate() {
+        let (lo, hi) = ((2 * i) as i8, (2 * i + 1) as i8);
+        *p = _mm_setr_epi8(
+            lo, lo, lo, lo, lo, lo, lo, lo, hi, hi, hi, hi, hi, hi, hi, hi,
+        );
+    }
     let c32 = _mm256_set1_epi8(32);
     for b in 0..nblk {
-        let blk: [&[u8]; 8] = std::array::from_fn(|r| &w.bytes[(row0 + r) * rb + b * 210..][..210]);
-        let dv = f16x8(&blk, 208);
-        // Scale vectors per row and 32-element group i: lanes 0-7 sub 2i, 8-15 sub 2i + 1,
-        // the 16 signed scale bytes shuffled into place and sign-extended.
-        let mut scv = [[_mm256_setzero_si256(); 8]; 8];
+        let base = row0 * rb + b * 210;
+        let bytes = &w.bytes[base..base + 7 * rb + 210];
+        let dv = f16x8(bytes, 0, rb, 208);
         for r in 0..8 {
+            let blk = &bytes[r * rb..r * rb + 210];
             // SAFETY: 16 bytes at 192 within the 210-byte block.
-            let raw = unsafe { _mm_loadu_si128(blk[r].as_ptr().add(192).cast()) };
-            for (i, v) in scv[r].iter_mut().enumerate() {
-                let (lo, hi) = ((2 * i) as i8, (2 * i + 1) as i8);
-                let pick = _mm_setr_epi8(
-                    lo, lo, lo, lo, lo, lo, lo, lo, hi, hi, hi, hi, hi, hi, hi, hi,
-                );
-                *v = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(raw, pick));
+            let raw = unsafe { _mm_loadu_si128(blk.as_ptr().add(192).cast()) };
+            let mut scv = [_mm256_setzero_si256(); 8];
+            for (v, p) in scv.iter_mut().zip(&pick) {
+                *v = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(raw, *p));
             }
-        }
-        for (t, accv) in accv.iter_mut().enumerate() {
-            // SAFETY: block b of token t exists (acts were prepared for this matmul).
-            let x = unsafe { signed_acts(a, t, k, b) };
-            // 32 * sum(x) per pair of lanes, shared by every row.
-            let o: [__m256i; 8] = std::array::from_fn(|i| _mm256_maddubs_epi16(c32, x[i]));
-            let mut s = [_mm256_setzero_si256(); 8];
-            for r in 0..8 {
+            for t in 0..t_all {
+                let x = &xs[t * k + b * 256..][..256];
                 let mut s32 = _mm256_setzero_si256();
                 for n in 0..2 {
                     // SAFETY: ql at 64n (two loads of 32), qh at 128 + 32n, inside 210 bytes.
                     let (l0, l1, h) = unsafe {
                         (
-                            _mm256_loadu_si256(blk[r].as_ptr().add(64 * n).cast()),
-                            _mm256_loadu_si256(blk[r].as_ptr().add(64 * n + 32).cast()),
-                            _mm256_loadu_si256(blk[r].as_ptr().add(128 + 32 * n).cast()),
+                            _mm256_loadu_si256(blk.as_ptr().add(64 * n).cast()),
+                            _mm256_loadu_si256(blk.as_ptr().add(64 * n + 32).cast()),
+                            _mm256_loadu_si256(blk.as_ptr().add(128 + 32 * n).cast()),
                         )
                     };
                     let q = [
@@ -350,22 +385,32 @@ pub(crate) unsafe fn q6k_rows8(w: &CompactQuant, row0: usize, a: &Acts, acc: &mu
                             _mm256_srli_epi16::<2>(_mm256_and_si256(h, m_c0)),
                         ),
                     ];
-                    for g in 0..4 {
+                    for (g, &qg) in q.iter().enumerate() {
                         let i = 4 * n + g;
-                        let p = _mm256_maddubs_epi16(q[g], x[i]);
-                        s32 = _mm256_add_epi32(s32, _mm256_madd_epi16(p, scv[r][i]));
-                        s32 = _mm256_sub_epi32(s32, _mm256_madd_epi16(o[i], scv[r][i]));
+                        // SAFETY: 32 bytes at 32i within the token's 256.
+                        let xi = unsafe { _mm256_loadu_si256(x.as_ptr().add(32 * i).cast()) };
+                        // sum sc * (q6 - 32) * x = sum sc * q6 * x - sum sc * 32 * x, exact.
+                        let p = _mm256_maddubs_epi16(qg, xi);
+                        let o = _mm256_maddubs_epi16(c32, xi);
+                        s32 = _mm256_add_epi32(s32, _mm256_madd_epi16(p, scv[i]));
+                        s32 = _mm256_sub_epi32(s32, _mm256_madd_epi16(o, scv[i]));
                     }
                 }
-                s[r] = s32;
+                ints[t * 16 + r] = hsum(s32);
             }
-            let isum = _mm256_cvtepi32_ps(hsum8(&s));
-            let xd = _mm256_set1_ps(a.d[t * nblk + b]);
-            *accv = _mm256_add_ps(*accv, _mm256_mul_ps(_mm256_mul_ps(dv, xd), isum));
         }
-    }
-    for (t, v) in accv.iter().enumerate() {
-        // SAFETY: 8 floats at t * 8 within `acc`.
-        unsafe { _mm256_storeu_ps(acc.as_mut_ptr().add(t * 8), *v) };
+        for t in 0..t_all {
+            let xd = _mm256_set1_ps(a.d[t * nblk + b]);
+            // SAFETY: 8-lane loads and stores within `ints[t*16..]` and `acc[t*8..t*8+8]`.
+            unsafe {
+                let isum = _mm256_cvtepi32_ps(_mm256_loadu_si256(ints.as_ptr().add(t * 16).cast()));
+                let slot = acc.as_mut_ptr().add(t * 8);
+                let v = _mm256_loadu_ps(slot);
+                _mm256_storeu_ps(
+                    slot,
+                    _mm256_add_ps(v, _mm256_mul_ps(_mm256_mul_ps(dv, xd), isum)),
+                );
+            }
+        }
     }
 }

@@ -125,7 +125,8 @@ pub(crate) fn route(
     }
 }
 
-/// `out[t x d] = MoE(xn[t x d])`.
+/// `out[t x d] = MoE(xn[t x d])`; returns the bytes of expert weights read and the number of
+/// experts run.
 pub(crate) fn moe_ffn<B: Backend>(
     be: &mut B,
     ex: &Experts<B::Weight>,
@@ -134,8 +135,9 @@ pub(crate) fn moe_ffn<B: Backend>(
     d: usize,
     out: &mut [f32],
     s: &mut MoeScratch,
-) -> Result<()> {
+) -> Result<(u64, u64)> {
     let m = &ex.cfg;
+    let (mut bytes, mut run) = (0u64, 0u64);
     let (ne, k, ff) = (m.n_expert, m.n_expert_used, m.n_ff_exp);
     let probs = grow(&mut s.probs, t * ne);
     be.matmul(xn, t, &ex.router, probs)?;
@@ -165,6 +167,11 @@ pub(crate) fn moe_ffn<B: Backend>(
         if n == 0 {
             continue;
         }
+        run += 1;
+        bytes += [&ex.gate[e], &ex.up[e], &ex.down[e]]
+            .iter()
+            .map(|w| be.weight_bytes(w) as u64)
+            .sum::<u64>();
         let xin = grow(&mut s.xin, n * d);
         for (dst, &(ti, _)) in xin.chunks_exact_mut(d).zip(&s.routed) {
             dst.copy_from_slice(&xn[ti * d..(ti + 1) * d]);
@@ -194,5 +201,5 @@ pub(crate) fn moe_ffn<B: Backend>(
             }
         }
     }
-    Ok(())
+    Ok((bytes, run))
 }

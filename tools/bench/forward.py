@@ -25,6 +25,8 @@ ORACLES = {
 SHAPES = {  # model.id prefix -> (arch, d_model, heads, kv_heads, ffn, vocab)
     "llada-8b": ("llada", 4096, 32, 32, 12288, 126464),
     "dream-7b": ("dream", 3584, 28, 4, 18944, 152064),
+    "rnd1-30b": ("rnd1", 2048, 32, 4, 6144, 151936),
+    "llada2-mini": ("llada2", 2048, 16, 4, 5120, 157184),
 }
 
 
@@ -82,6 +84,10 @@ def main():
     ap.add_argument("--tag", required=True, help="suffix of the result file names")
     ap.add_argument("--skip-llama", action="store_true")
     ap.add_argument("--builds", nargs="+", default=list(ORACLES), help="llama.cpp builds to run")
+    ap.add_argument("--llama-model", help="the file llama.cpp runs instead of --model (LLaDA2: its "
+                    "bailingmoe2 twin, the same weights under an architecture llama.cpp has)")
+    ap.add_argument("--weights", help="lacuna's --weights (MoE experts: auto, compact, fast); "
+                    "also suffixed to the lacuna result's name")
     a = ap.parse_args()
 
     model, commit, outdir = prepare_run(a)
@@ -119,7 +125,7 @@ def main():
                                 forward_tokens_per_s=t / (med / 1000), generated_tokens_per_s=None, startup_s=None,
                                 peak_rss_bytes=max(r["peak"] for r in rs)),
                    notes=notes)
-        who = "lacuna" if engine == "lacuna" else f"llama-{build}"
+        who = ("lacuna" + (f"-{a.weights}" if a.weights else "")) if engine == "lacuna" else f"llama-{build}"
         name = os.path.join(outdir, f"{a.model_id}-T{t}-{who}-t{th}-{a.tag}.json")
         with open(name, "w") as f:
             json.dump(res, f, indent=2)
@@ -133,10 +139,10 @@ def measure(a, engine, build, t, th):
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     if engine == "lacuna":
         cmd = [LACUNA, "bench", "-m", a.model, "--forward", "--seq-len", str(t), "--threads", str(th),
-               "--runs", str(a.runs), "--json"]
+               "--runs", str(a.runs), "--json"] + (["--weights", a.weights] if a.weights else [])
     else:
-        cmd = [ORACLES[build], "bench", "--model", a.model, "--seq-len", str(t), "--threads", str(th),
-               "--runs", str(a.runs), "--json"]
+        cmd = [ORACLES[build], "bench", "--model", a.llama_model or a.model, "--seq-len", str(t),
+               "--threads", str(th), "--runs", str(a.runs), "--json"]
     out, peak = run(cmd)
     r = json.loads(out)
     shown = " ".join(os.path.relpath(c, ROOT) if c.startswith(ROOT) else c for c in cmd)
@@ -146,6 +152,8 @@ def measure(a, engine, build, t, th):
         p = r.get("parts_ms_mean", {})
         parts = ", ".join(f"{k} {v:.0f} ms" for k, v in p.items())
         notes = f"{shown}. Mean split per pass (first round): {parts}."
+        if r.get("experts"):
+            notes += f" Experts {r['experts']}."
     else:
         med, mn, mx = r["median"], r["min"], r["max"]
         eng = dict(name="llama.cpp", version=r["llama_cpp_version"], build=r["build_flavour"])

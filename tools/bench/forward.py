@@ -118,7 +118,8 @@ def main():
         if a.rounds > 1:
             notes += (f" {a.rounds} interleaved rounds of {a.runs} runs; median of the round medians "
                       f"({', '.join(f'{m:.0f}' for m in meds)} ms).")
-        res = dict(schema="lacuna.bench.v1", engine=r0["eng"], repo_commit=commit, date=r0["date"],
+        # The commit the lacuna binary embeds (its build), else the checkout's.
+        res = dict(schema="lacuna.bench.v1", engine=r0["eng"], repo_commit=r0.get("commit") or commit, date=r0["date"],
                    machine=dict(id=a.machine_id, **machine(th)), model=model,
                    workload=dict(kind="forward", prompt_tokens=t, gen_tokens=0, steps=None, block_length=None, sampler=None),
                    figures=dict(runs=a.runs * a.rounds, step_ms=dict(median=med, min=mn, max=mx),
@@ -158,7 +159,8 @@ def measure(a, engine, build, t, th):
         med, mn, mx = r["median"], r["min"], r["max"]
         eng = dict(name="llama.cpp", version=r["llama_cpp_version"], build=r["build_flavour"])
         notes = f"{shown} (non-causal, flash attention off, all-position logits)."
-    return dict(med=med, min=mn, max=mx, peak=peak, eng=eng, notes=notes, load=load, date=date)
+    return dict(med=med, min=mn, max=mx, peak=peak, eng=eng, notes=notes, load=load, date=date,
+                commit=r.get("build_commit") if engine == "lacuna" else None)
 
 
 if __name__ == "__main__":

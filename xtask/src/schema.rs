@@ -17,7 +17,8 @@ pub(crate) struct BenchResult {
     pub(crate) schema: String,
     /// The engine measured.
     pub(crate) engine: Engine,
-    /// Git commit of this repository the run was made from.
+    /// Git commit the run was made from: the one the `lacuna` binary embeds at build time
+    /// (`-dirty` when built with uncommitted changes), for other engines the checkout's.
     pub(crate) repo_commit: String,
     /// When the run was made, RFC 3339 (`2026-11-30T06:00:00Z`).
     pub(crate) date: String,

@@ -105,6 +105,7 @@ pub(crate) fn run(mut a: BenchArgs) -> Result<()> {
             "threads": threads,
             "runs": a.runs,
             "backend": lacuna_models::Backend::name(model.backend()),
+            "build_commit": env!("LACUNA_BUILD_COMMIT"),
             "experts": if model.backend().experts_compact() { "compact" } else { "repacked" },
             "ms_per_forward": times,
             "ms_per_forward_median": median,

@@ -80,15 +80,10 @@ pub(crate) fn rfc3339(secs: u64) -> String {
     )
 }
 
+/// The commit this binary was built from (embedded by `build.rs`; `-dirty` when the tree
+/// had uncommitted changes).
 fn repo_commit() -> String {
-    std::process::Command::new("git")
-        .args(["rev-parse", "HEAD"])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "unknown".to_string())
+    env!("LACUNA_BUILD_COMMIT").to_string()
 }
 
 /// The quant mix of a model: the types of its matrices, and of its vectors.
@@ -174,8 +169,8 @@ pub(crate) fn run(
     let parts = engine.model().part_times();
     let passes = parts.passes.saturating_sub(parts0.passes).max(1);
     let is_moe = engine.model().config().moe.is_some();
-    let expert_bytes = is_moe
-        .then(|| (parts.expert_bytes - parts0.expert_bytes) as f64 / f64::from(passes));
+    let expert_bytes =
+        is_moe.then(|| (parts.expert_bytes - parts0.expert_bytes) as f64 / f64::from(passes));
     let experts = is_moe.then(|| {
         if engine.model().backend().experts_compact() {
             "compact"

@@ -77,7 +77,11 @@ fn main() {
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Version => {
-            println!("lacuna {}", env!("CARGO_PKG_VERSION"));
+            println!(
+                "lacuna {} (commit {})",
+                env!("CARGO_PKG_VERSION"),
+                env!("LACUNA_BUILD_COMMIT")
+            );
             Ok(())
         }
         Command::Run(args) => run::run(args),

@@ -290,3 +290,23 @@ fn generate_bench_writes_a_v1_result() {
     let s = &r["figures"]["step_ms"];
     assert!(s["min"].as_f64() <= s["median"].as_f64() && s["median"].as_f64() <= s["max"].as_f64());
 }
+
+/// The binary names the commit it was built from, which benchmark results record.
+#[test]
+fn version_names_the_build_commit() {
+    let out = common::lacuna(&["version"]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    match head {
+        // Built in this checkout: HEAD is the commit (a later commit would rebuild it).
+        Some(sha) => assert!(text.contains(&format!("commit {sha}")), "{text}"),
+        None => assert!(text.contains("commit unknown"), "{text}"),
+    }
+}

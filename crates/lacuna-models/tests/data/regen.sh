@@ -31,6 +31,14 @@ for arch in llada dream llada-moe rnd1 llada2; do
       fnv64 "$TMP/twin.gguf" > "$OUT/bailingmoe2-$quant.fnv64"
       tools/llama-oracle/target/release/llama-oracle logits --model "$TMP/twin.gguf" \
         --tokens "$TOKENS" --threads 2 --causal --out "$OUT/$name.logits"
+      # Blocks longer than 1 (bidirectional inside a block): the numpy transcription of the
+      # Hugging Face modeling code, on the F32 weights.
+      if [ "$quant" = f32 ]; then
+        for block in 4 5; do
+          python3 tools/llada2-ref/reference.py "$TMP/$name.gguf" --tokens "$TOKENS" \
+            --block "$block" --out "$OUT/llada2-f32-block$block.logits"
+        done
+      fi
     else
       tools/llama-oracle/target/release/llama-oracle logits --model "$TMP/$name.gguf" \
         --tokens "$TOKENS" --threads 2 --out "$OUT/$name.logits"

@@ -8,8 +8,9 @@
 //! sums per block, then `acc + (d_w * d_x) * isum` and `acc - (dmin_w * d_x) * msum` in K
 //! order), so a compact matrix gives the same bits as its repacked form on every path.
 //!
-//! Kernels: AVX2 for Q4_K and Q6_K (the types of Q4_K_M/Q4_K_S experts); the portable loop
-//! (decode a block, then the integer dot) for every other type without float offsets.
+//! Kernels: AVX2 and AVX-512 VNNI for Q4_K and Q6_K (the types of Q4_K_M/Q4_K_S experts);
+//! the portable loop (decode a block, then the integer dot) for every other type without
+//! float offsets.
 
 use rayon::prelude::*;
 
@@ -21,6 +22,8 @@ use crate::packed::PANEL;
 
 #[cfg(target_arch = "x86_64")]
 mod x86;
+#[cfg(target_arch = "x86_64")]
+mod x86_512;
 
 /// A quantized matrix in ggml's block layout (`n` rows of `k / block` blocks).
 #[derive(Debug, Clone)]
@@ -58,8 +61,16 @@ fn x86_f16c() -> bool {
 pub(crate) fn matmul(path: Path, w: &CompactQuant, acts: &Acts, n: usize, out: Out) {
     let (row, rows8): (RowKernel, Option<Rows8Kernel>) = match (path, w.kind) {
         #[cfg(target_arch = "x86_64")]
+        (Path::Avx512Vnni | Path::Amx, QuantKind::Q4K) if x86_f16c() => {
+            (x86::q4k_row, Some(x86_512::q4k_rows8))
+        }
+        #[cfg(target_arch = "x86_64")]
         (p, QuantKind::Q4K) if p != Path::Scalar && x86_f16c() => {
             (x86::q4k_row, Some(x86::q4k_rows8))
+        }
+        #[cfg(target_arch = "x86_64")]
+        (Path::Avx512Vnni | Path::Amx, QuantKind::Q6K) if x86_f16c() => {
+            (x86::q6k_row, Some(x86_512::q6k_rows8))
         }
         #[cfg(target_arch = "x86_64")]
         (p, QuantKind::Q6K) if p != Path::Scalar && x86_f16c() => {

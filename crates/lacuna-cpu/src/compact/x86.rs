@@ -179,7 +179,7 @@ pub(crate) unsafe fn q6k_row(w: &CompactQuant, row: &[u8], a: &Acts, acc: &mut [
 /// Eight f16 values at byte `at` of each of the blocks, widened (exact).
 #[inline]
 #[target_feature(enable = "avx2,f16c")]
-fn f16x8(bytes: &[u8], base: usize, stride: usize, at: usize) -> __m256 {
+pub(crate) fn f16x8(bytes: &[u8], base: usize, stride: usize, at: usize) -> __m256 {
     let mut h = [0u16; 8];
     for (r, h) in h.iter_mut().enumerate() {
         let i = base + r * stride + at;
@@ -192,7 +192,7 @@ fn f16x8(bytes: &[u8], base: usize, stride: usize, at: usize) -> __m256 {
 /// ggml's `utmp` unpacking of Q4_K's 12 scale bytes: the eight 6-bit scales and the eight
 /// 6-bit mins, as bytes (the same values as `get_scale_min_k4`).
 #[inline]
-fn scales_mins_utmp(s: &[u8]) -> ([u8; 8], [u8; 8]) {
+pub(crate) fn scales_mins_utmp(s: &[u8]) -> ([u8; 8], [u8; 8]) {
     const K1: u32 = 0x3f3f_3f3f;
     const K2: u32 = 0x0f0f_0f0f;
     const K3: u32 = 0x0303_0303;

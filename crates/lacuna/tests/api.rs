@@ -287,8 +287,20 @@ fn prompt_plus_canvas_longer_than_context_is_refused() {
 
 #[test]
 fn model_without_mask_token_is_refused_at_load() {
-    // The tokenizer's default for llada (126336) is outside the tiny vocabulary.
+    // No mask id in the metadata and no `<|mdm_mask|>` text in the vocabulary (with the text
+    // the mask would be found by it).
     let bytes = without_key(tiny_bytes(Arch::Llada), "tokenizer.ggml.mask_token_id");
+    let file = GgufFile::from_vec(bytes.clone()).unwrap();
+    let Some(Value::Array(lacuna::gguf::Array::String(mut tokens))) =
+        file.metadata().value("tokenizer.ggml.tokens").cloned()
+    else {
+        panic!("string tokens")
+    };
+    for t in tokens.iter_mut().filter(|t| *t == "<|mdm_mask|>") {
+        *t = "<|not_a_mask|>".to_string();
+    }
+    let tokens = Value::Array(lacuna::gguf::Array::String(tokens));
+    let bytes = with_key(bytes, "tokenizer.ggml.tokens", tokens);
     let err = Engine::from_gguf(GgufFile::from_vec(bytes).unwrap(), &one_thread()).unwrap_err();
     assert!(
         matches!(err, Error::NoMaskToken { arch: Arch::Llada }),

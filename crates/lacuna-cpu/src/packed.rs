@@ -82,31 +82,10 @@ impl PackedWeight {
     /// IQ4_NL, MXFP4, F16, BF16, F32. `k` must be a whole
     /// number of blocks and `bytes` exactly `n` rows long.
     pub fn new(ty: GgmlType, n: usize, k: usize, bytes: &[u8]) -> Result<PackedWeight, Error> {
-        if n == 0 || k == 0 {
-            return Err(Error::BadShape {
-                what: "weight",
-                detail: "n and k must be non-zero",
-            });
-        }
         if !PackedWeight::supports(ty) {
             return Err(Error::UnsupportedType { ty });
         }
-        let block = ty.block_size();
-        if !k.is_multiple_of(block) {
-            return Err(Error::RaggedK { ty, k, block });
-        }
-        let row_bytes = k / block * ty.type_size();
-        let expected = n.checked_mul(row_bytes).ok_or(Error::BadShape {
-            what: "weight",
-            detail: "n * row size overflows",
-        })?;
-        if bytes.len() != expected {
-            return Err(Error::BadLength {
-                what: "weight bytes",
-                expected,
-                found: bytes.len(),
-            });
-        }
+        let row_bytes = check_bytes(ty, n, k, bytes)?;
         let inner = match QuantKind::of(ty) {
             Some(kind) => Inner::Quant(pack_quant(kind, n, k, bytes, row_bytes)),
             None => Inner::Float(pack_float(ty, n, k, bytes)),
@@ -123,28 +102,7 @@ impl PackedWeight {
         let kind = QuantKind::of(ty)
             .filter(|&k| CompactQuant::supports(k))
             .ok_or(Error::UnsupportedType { ty })?;
-        if n == 0 || k == 0 {
-            return Err(Error::BadShape {
-                what: "weight",
-                detail: "n and k must be non-zero",
-            });
-        }
-        let block = ty.block_size();
-        if !k.is_multiple_of(block) {
-            return Err(Error::RaggedK { ty, k, block });
-        }
-        let row_bytes = k / block * ty.type_size();
-        let expected = n.checked_mul(row_bytes).ok_or(Error::BadShape {
-            what: "weight",
-            detail: "n * row size overflows",
-        })?;
-        if bytes.len() != expected {
-            return Err(Error::BadLength {
-                what: "weight bytes",
-                expected,
-                found: bytes.len(),
-            });
-        }
+        let row_bytes = check_bytes(ty, n, k, bytes)?;
         let inner = Inner::Compact(CompactQuant {
             kind,
             k,
@@ -217,6 +175,33 @@ impl PackedWeight {
             },
         }
     }
+}
+
+/// Checks that `bytes` hold `n` rows of `k` elements of `ty`; returns the bytes per row.
+fn check_bytes(ty: GgmlType, n: usize, k: usize, bytes: &[u8]) -> Result<usize, Error> {
+    if n == 0 || k == 0 {
+        return Err(Error::BadShape {
+            what: "weight",
+            detail: "n and k must be non-zero",
+        });
+    }
+    let block = ty.block_size();
+    if !k.is_multiple_of(block) {
+        return Err(Error::RaggedK { ty, k, block });
+    }
+    let row_bytes = k / block * ty.type_size();
+    let expected = n.checked_mul(row_bytes).ok_or(Error::BadShape {
+        what: "weight",
+        detail: "n * row size overflows",
+    })?;
+    if bytes.len() != expected {
+        return Err(Error::BadLength {
+            what: "weight bytes",
+            expected,
+            found: bytes.len(),
+        });
+    }
+    Ok(row_bytes)
 }
 
 fn pack_quant(kind: QuantKind, n: usize, k: usize, bytes: &[u8], row_bytes: usize) -> QuantPacked {

@@ -1,7 +1,9 @@
 //! The model API the sampler uses: selected rows, the `Denoiser` trait, reuse across passes,
 //! and typed errors for bad input and bad files.
 
-use lacuna_gguf::{GgmlType, GgufFile, GgufWriter, Value};
+mod common;
+
+use lacuna_gguf::{GgmlType, GgufFile, Value};
 use lacuna_models::fixture::{FixtureSpec, QuantMix, Shape, build};
 use lacuna_models::{Arch, CpuBackend, Error, Model};
 use lacuna_sampler::Denoiser;
@@ -97,43 +99,13 @@ fn bad_input_is_a_typed_error() {
     ));
 }
 
-/// Rebuilds the tiny llada F32 fixture with `edit` applied to its metadata and tensors.
+/// The tiny one-layer llada F32 fixture, edited (see `common::edited`).
 fn edited(
     edit: impl Fn(&str, Value) -> Option<Value>,
     tensor: impl Fn(&str) -> Option<(Vec<u64>, GgmlType)>,
 ) -> Result<Model, Error> {
     let spec = FixtureSpec::new(Arch::Llada, Shape::Tiny, 1, QuantMix::F32);
-    let src = GgufFile::from_vec(build(&spec).unwrap().to_vec().unwrap()).unwrap();
-    let mut w = GgufWriter::new();
-    for (k, v) in src.metadata().iter() {
-        if k == "general.alignment" {
-            continue;
-        }
-        if let Some(v) = edit(k, v.clone()) {
-            w.add_metadata(k, v).unwrap();
-        }
-    }
-    for info in src.tensors() {
-        match tensor(&info.name) {
-            None => {
-                w.add_tensor(
-                    &info.name,
-                    &info.dims,
-                    info.ty,
-                    src.info_data(info).to_vec(),
-                )
-                .unwrap();
-            }
-            Some((dims, _)) if dims.is_empty() => {}
-            Some((dims, ty)) => {
-                w.add_tensor_zeroed(&info.name, &dims, ty).unwrap();
-            }
-        }
-    }
-    Model::load(
-        GgufFile::from_vec(w.to_vec().unwrap()).unwrap(),
-        CpuBackend::new(),
-    )
+    common::edited(&spec, edit, tensor)
 }
 
 #[test]

@@ -1,7 +1,9 @@
 //! LLaDA2's block-causal attention and its exact cache, and the typed errors of malformed
 //! LLaDA2 and RND1 files. (Logit parity with llama.cpp is in `parity.rs`.)
 
-use lacuna_gguf::{GgmlType, GgufFile, GgufWriter, Value};
+mod common;
+
+use lacuna_gguf::{GgmlType, GgufFile, Value};
 use lacuna_models::fixture::{FixtureSpec, QuantMix, Shape, build};
 use lacuna_models::{Arch, CpuBackend, Error, Model};
 use lacuna_sampler::Pass;
@@ -103,44 +105,16 @@ fn attention_blocks_are_llada2_only_and_positive() {
     }
 }
 
-/// The tiny fixture of `arch` with `edit` applied to metadata and `tensor` to tensors
-/// (`Some(empty dims)` drops the tensor).
+/// The tiny two-layer F32 fixture of `arch`, edited (see `common::edited`).
 fn edited(
     arch: Arch,
     edit: impl Fn(&str, Value) -> Option<Value>,
     tensor: impl Fn(&str) -> Option<(Vec<u64>, GgmlType)>,
 ) -> Result<Model, Error> {
-    let spec = FixtureSpec::new(arch, Shape::Tiny, 2, QuantMix::F32);
-    let src = GgufFile::from_vec(build(&spec).unwrap().to_vec().unwrap()).unwrap();
-    let mut w = GgufWriter::new();
-    for (k, v) in src.metadata().iter() {
-        if k == "general.alignment" {
-            continue;
-        }
-        if let Some(v) = edit(k, v.clone()) {
-            w.add_metadata(k, v).unwrap();
-        }
-    }
-    for info in src.tensors() {
-        match tensor(&info.name) {
-            None => {
-                w.add_tensor(
-                    &info.name,
-                    &info.dims,
-                    info.ty,
-                    src.info_data(info).to_vec(),
-                )
-                .unwrap();
-            }
-            Some((dims, _)) if dims.is_empty() => {}
-            Some((dims, ty)) => {
-                w.add_tensor_zeroed(&info.name, &dims, ty).unwrap();
-            }
-        }
-    }
-    Model::load(
-        GgufFile::from_vec(w.to_vec().unwrap()).unwrap(),
-        CpuBackend::new(),
+    common::edited(
+        &FixtureSpec::new(arch, Shape::Tiny, 2, QuantMix::F32),
+        edit,
+        tensor,
     )
 }
 
@@ -217,20 +191,13 @@ fn block_causal_logits_match_the_transcribed_modeling_code() {
     let mut m = Model::load(GgufFile::from_vec(bytes).unwrap(), CpuBackend::new()).unwrap();
     let v = m.vocab_size();
     for block in [4, 5] {
-        let raw = std::fs::read(format!("{data}/llada2-f32-block{block}.logits")).unwrap();
-        let reference: Vec<f32> = raw
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
+        let reference = common::read_logits(&format!("{data}/llada2-f32-block{block}.logits"));
         m.set_attention_block(block).unwrap();
         let mut got = vec![0.0; TOKENS.len() * v];
         m.forward_all(&TOKENS, &mut got).unwrap();
-        for (row, (g, r)) in got.chunks(v).zip(reference.chunks(v)).enumerate() {
-            let err: f64 = g.iter().zip(r).map(|(a, b)| f64::from(a - b).powi(2)).sum();
-            let norm: f64 = r.iter().map(|b| f64::from(*b).powi(2)).sum();
-            let rel = (err / norm).sqrt();
+        for (row, (rel, same_top1)) in common::rows(&got, &reference, v).into_iter().enumerate() {
             assert!(
-                rel <= 1e-5,
+                rel <= 1e-5 && same_top1,
                 "block {block} row {row}: relative L2 error {rel:.2e}"
             );
         }

@@ -211,6 +211,39 @@ pub(crate) fn scales_mins_utmp(s: &[u8]) -> ([u8; 8], [u8; 8]) {
     (sc, m)
 }
 
+/// Folds block `b`'s staged integer sums of eight rows (`ints[t * 16..]`: isums, then msums
+/// when `dminv` is given) into `acc[t * 8..]` for every token: `acc + (d * d_x) * isum`, then
+/// `- (dmin * d_x) * msum`, each lane in the portable kernel's order (no FMA).
+///
+/// # Safety
+/// AVX2 available; `acc` holds 8 and `ints` 16 slots per token of `a`.
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn fold8(
+    acc: &mut [f32],
+    ints: &[i32],
+    a: &Acts,
+    nblk: usize,
+    b: usize,
+    dv: __m256,
+    dminv: Option<__m256>,
+) {
+    for t in 0..acc.len() / 8 {
+        let xd = _mm256_set1_ps(a.d[t * nblk + b]);
+        let (i, slot) = (&ints[t * 16..t * 16 + 16], &mut acc[t * 8..t * 8 + 8]);
+        // SAFETY: 8-lane loads and stores within the 16- and 8-element slices.
+        unsafe {
+            let isum = _mm256_cvtepi32_ps(_mm256_loadu_si256(i.as_ptr().cast()));
+            let mut v = _mm256_loadu_ps(slot.as_ptr());
+            v = _mm256_add_ps(v, _mm256_mul_ps(_mm256_mul_ps(dv, xd), isum));
+            if let Some(dminv) = dminv {
+                let msum = _mm256_cvtepi32_ps(_mm256_loadu_si256(i.as_ptr().add(8).cast()));
+                v = _mm256_sub_ps(v, _mm256_mul_ps(_mm256_mul_ps(dminv, xd), msum));
+            }
+            _mm256_storeu_ps(slot.as_mut_ptr(), v);
+        }
+    }
+}
+
 /// Eight consecutive Q4_K rows (from `row0`) against every token: `acc[t * 8 + r]`. Each
 /// row's exact integer sums go to `ints` (`[t][isum 8 | msum 8]`), then the float folding runs
 /// for the eight rows as one vector, each lane in the portable kernel's order (no FMA), so
@@ -291,22 +324,8 @@ pub(crate) unsafe fn q4k_rows8(
                 ints[t * 16 + r] = hsum(s32);
                 ints[t * 16 + 8 + r] = _mm_cvtsi128_si32(ms);
             }
-        }
-        for t in 0..t_all {
-            let xd = _mm256_set1_ps(a.d[t * nblk + b]);
-            // SAFETY: 8-lane loads and stores within `ints[t*16..t*16+16]` and
-            // `acc[t*8..t*8+8]`.
-            unsafe {
-                let isum = _mm256_cvtepi32_ps(_mm256_loadu_si256(ints.as_ptr().add(t * 16).cast()));
-                let msum =
-                    _mm256_cvtepi32_ps(_mm256_loadu_si256(ints.as_ptr().add(t * 16 + 8).cast()));
-                let slot = acc.as_mut_ptr().add(t * 8);
-                let mut v = _mm256_loadu_ps(slot);
-                v = _mm256_add_ps(v, _mm256_mul_ps(_mm256_mul_ps(dv, xd), isum));
-                v = _mm256_sub_ps(v, _mm256_mul_ps(_mm256_mul_ps(dminv, xd), msum));
-                _mm256_storeu_ps(slot, v);
-            }
-        }
+        } // SAFETY: AVX2 is available (this function's contract).
+        unsafe { fold8(acc, ints, a, nblk, b, dv, Some(dminv)) };
     }
 }
 
@@ -399,18 +418,7 @@ pub(crate) unsafe fn q6k_rows8(
                 ints[t * 16 + r] = hsum(s32);
             }
         }
-        for t in 0..t_all {
-            let xd = _mm256_set1_ps(a.d[t * nblk + b]);
-            // SAFETY: 8-lane loads and stores within `ints[t*16..]` and `acc[t*8..t*8+8]`.
-            unsafe {
-                let isum = _mm256_cvtepi32_ps(_mm256_loadu_si256(ints.as_ptr().add(t * 16).cast()));
-                let slot = acc.as_mut_ptr().add(t * 8);
-                let v = _mm256_loadu_ps(slot);
-                _mm256_storeu_ps(
-                    slot,
-                    _mm256_add_ps(v, _mm256_mul_ps(_mm256_mul_ps(dv, xd), isum)),
-                );
-            }
-        }
+        // SAFETY: AVX2 is available (this function's contract).
+        unsafe { fold8(acc, ints, a, nblk, b, dv, None) };
     }
 }

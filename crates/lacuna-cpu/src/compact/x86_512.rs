@@ -7,7 +7,7 @@
 use std::arch::x86_64::*;
 
 use super::CompactQuant;
-use super::x86::{f16x8, scales_mins_utmp};
+use super::x86::{f16x8, fold8, scales_mins_utmp};
 use crate::acts::Acts;
 
 /// Eight consecutive Q4_K rows against every token (see `x86::q4k_rows8`).
@@ -84,22 +84,8 @@ pub(crate) unsafe fn q4k_rows8(
                 ints[t * 16 + r] = _mm512_reduce_add_epi32(s32);
                 ints[t * 16 + 8 + r] = _mm_cvtsi128_si32(ms);
             }
-        }
-        for t in 0..t_all {
-            let xd = _mm256_set1_ps(a.d[t * nblk + b]);
-            // SAFETY: 8-lane loads and stores within `ints[t*16..t*16+16]` and
-            // `acc[t*8..t*8+8]`.
-            unsafe {
-                let isum = _mm256_cvtepi32_ps(_mm256_loadu_si256(ints.as_ptr().add(t * 16).cast()));
-                let msum =
-                    _mm256_cvtepi32_ps(_mm256_loadu_si256(ints.as_ptr().add(t * 16 + 8).cast()));
-                let slot = acc.as_mut_ptr().add(t * 8);
-                let mut v = _mm256_loadu_ps(slot);
-                v = _mm256_add_ps(v, _mm256_mul_ps(_mm256_mul_ps(dv, xd), isum));
-                v = _mm256_sub_ps(v, _mm256_mul_ps(_mm256_mul_ps(dminv, xd), msum));
-                _mm256_storeu_ps(slot, v);
-            }
-        }
+        } // SAFETY: AVX2 is available (implied by AVX-512) (this function's contract).
+        unsafe { fold8(acc, ints, a, nblk, b, dv, Some(dminv)) };
     }
 }
 
@@ -201,18 +187,7 @@ pub(crate) unsafe fn q6k_rows8(
                 ints[t * 16 + r] = _mm512_reduce_add_epi32(s32);
             }
         }
-        for t in 0..t_all {
-            let xd = _mm256_set1_ps(a.d[t * nblk + b]);
-            // SAFETY: 8-lane loads and stores within `ints[t*16..]` and `acc[t*8..t*8+8]`.
-            unsafe {
-                let isum = _mm256_cvtepi32_ps(_mm256_loadu_si256(ints.as_ptr().add(t * 16).cast()));
-                let slot = acc.as_mut_ptr().add(t * 8);
-                let v = _mm256_loadu_ps(slot);
-                _mm256_storeu_ps(
-                    slot,
-                    _mm256_add_ps(v, _mm256_mul_ps(_mm256_mul_ps(dv, xd), isum)),
-                );
-            }
-        }
+        // SAFETY: AVX2 is available (implied by AVX-512).
+        unsafe { fold8(acc, ints, a, nblk, b, dv, None) };
     }
 }

@@ -1,6 +1,52 @@
-//! Comparing logits with llama.cpp's, shared by the parity tests.
+//! Shared by the model tests: comparing logits with a reference's, and fixtures rebuilt with
+//! edited metadata or tensors.
 
 #![allow(dead_code)]
+
+use lacuna_gguf::{GgmlType, GgufFile, GgufWriter, Value};
+use lacuna_models::fixture::{FixtureSpec, build};
+use lacuna_models::{CpuBackend, Error, Model};
+
+/// The fixture `spec` rebuilt with `edit` applied to its metadata (`None` drops the key) and
+/// `tensor` to its tensors (`Some((dims, ty))` replaces one with zeros, empty `dims` drops
+/// it), then loaded.
+pub(crate) fn edited(
+    spec: &FixtureSpec,
+    edit: impl Fn(&str, Value) -> Option<Value>,
+    tensor: impl Fn(&str) -> Option<(Vec<u64>, GgmlType)>,
+) -> Result<Model, Error> {
+    let src = GgufFile::from_vec(build(spec).unwrap().to_vec().unwrap()).unwrap();
+    let mut w = GgufWriter::new();
+    for (k, v) in src.metadata().iter() {
+        if k == "general.alignment" {
+            continue;
+        }
+        if let Some(v) = edit(k, v.clone()) {
+            w.add_metadata(k, v).unwrap();
+        }
+    }
+    for info in src.tensors() {
+        match tensor(&info.name) {
+            None => {
+                w.add_tensor(
+                    &info.name,
+                    &info.dims,
+                    info.ty,
+                    src.info_data(info).to_vec(),
+                )
+                .unwrap();
+            }
+            Some((dims, _)) if dims.is_empty() => {}
+            Some((dims, ty)) => {
+                w.add_tensor_zeroed(&info.name, &dims, ty).unwrap();
+            }
+        }
+    }
+    Model::load(
+        GgufFile::from_vec(w.to_vec().unwrap()).unwrap(),
+        CpuBackend::new(),
+    )
+}
 
 /// Raw f32 little-endian logits from `path`.
 pub(crate) fn read_logits(path: &str) -> Vec<f32> {

@@ -42,13 +42,25 @@ impl CompactQuant {
 
     /// Whether `path` has a vectorised kernel for `kind` (the others run the portable loop).
     pub(crate) fn fast_on(kind: QuantKind, path: Path) -> bool {
-        #[cfg(target_arch = "x86_64")]
-        if path != Path::Scalar && matches!(kind, QuantKind::Q4K | QuantKind::Q6K) {
-            return x86_f16c();
-        }
-        let _ = (kind, path);
-        false
+        rows8_kernel(kind, path).is_some()
     }
+}
+
+/// The eight-row kernel of `kind` on `path`, if it has one.
+fn rows8_kernel(kind: QuantKind, path: Path) -> Option<Rows8Kernel> {
+    #[cfg(target_arch = "x86_64")]
+    if path != Path::Scalar && x86_f16c() {
+        let vnni = matches!(path, Path::Avx512Vnni | Path::Amx);
+        return match kind {
+            QuantKind::Q4K if vnni => Some(x86_512::q4k_rows8),
+            QuantKind::Q4K => Some(x86::q4k_rows8),
+            QuantKind::Q6K if vnni => Some(x86_512::q6k_rows8),
+            QuantKind::Q6K => Some(x86::q6k_rows8),
+            _ => None,
+        };
+    }
+    let _ = (kind, path);
+    None
 }
 
 /// Whether the CPU converts f16 in hardware (every AVX2 CPU so far; checked anyway).
@@ -59,25 +71,7 @@ fn x86_f16c() -> bool {
 
 /// `out = acts . w^T` for every token (`acts` prepared for `w`'s activation kind).
 pub(crate) fn matmul(path: Path, w: &CompactQuant, acts: &Acts, n: usize, out: Out) {
-    let (row, rows8): (RowKernel, Option<Rows8Kernel>) = match (path, w.kind) {
-        #[cfg(target_arch = "x86_64")]
-        (Path::Avx512Vnni | Path::Amx, QuantKind::Q4K) if x86_f16c() => {
-            (x86::q4k_row, Some(x86_512::q4k_rows8))
-        }
-        #[cfg(target_arch = "x86_64")]
-        (p, QuantKind::Q4K) if p != Path::Scalar && x86_f16c() => {
-            (x86::q4k_row, Some(x86::q4k_rows8))
-        }
-        #[cfg(target_arch = "x86_64")]
-        (Path::Avx512Vnni | Path::Amx, QuantKind::Q6K) if x86_f16c() => {
-            (x86::q6k_row, Some(x86_512::q6k_rows8))
-        }
-        #[cfg(target_arch = "x86_64")]
-        (p, QuantKind::Q6K) if p != Path::Scalar && x86_f16c() => {
-            (x86::q6k_row, Some(x86::q6k_rows8))
-        }
-        _ => (portable_row, None),
-    };
+    let rows8 = rows8_kernel(w.kind, path);
     let panels = n.div_ceil(PANEL);
     // The activations as signed bytes, once per matmul (the kernels read them directly).
     let signed: Vec<u8> = match rows8 {
@@ -87,39 +81,34 @@ pub(crate) fn matmul(path: Path, w: &CompactQuant, acts: &Acts, n: usize, out: O
     (0..panels).into_par_iter().for_each_init(
         || (vec![0.0f32; out.t * 8], vec![0i32; out.t * 16]),
         |(acc, ints), p| {
-            let valid = out.valid(p);
-            match rows8 {
-                // Whole panels: two groups of eight rows.
-                Some(k8) if valid == PANEL => {
-                    for g in 0..2 {
-                        // SAFETY: the path's features are available (the caller checked
-                        // the path); rows p*16 + 8g .. +8 exist; `acc` holds 8 per token
-                        // and `ints` 16.
-                        unsafe { k8(w, p * PANEL + 8 * g, acts, &signed, acc, ints) };
-                        for t in 0..out.t {
-                            // SAFETY: t < out.t, panel p is this task's, 8g + 8 <= 16.
-                            unsafe {
-                                std::ptr::copy_nonoverlapping(
-                                    acc[t * 8..].as_ptr(),
-                                    out.at(t, p).add(8 * g),
-                                    8,
-                                )
-                            };
-                        }
+            // Whole groups of eight rows on the vectorised kernel, the rest (a ragged last
+            // panel, or every row without one) on the portable loop: the same bits.
+            let groups = if rows8.is_some() { out.valid(p) / 8 } else { 0 };
+            if let Some(k8) = rows8 {
+                for g in 0..groups {
+                    // SAFETY: the path's features are available (the caller checked the
+                    // path); rows p*16 + 8g .. +8 exist; `acc` holds 8 per token and `ints`
+                    // 16.
+                    unsafe { k8(w, p * PANEL + 8 * g, acts, &signed, acc, ints) };
+                    for t in 0..out.t {
+                        // SAFETY: t < out.t, panel p is this task's, 8g + 8 <= valid(p).
+                        unsafe {
+                            std::ptr::copy_nonoverlapping(
+                                acc[t * 8..].as_ptr(),
+                                out.at(t, p).add(8 * g),
+                                8,
+                            )
+                        };
                     }
                 }
-                _ => {
-                    for r in 0..valid {
-                        let bytes = &w.bytes[(p * PANEL + r) * w.row_bytes..][..w.row_bytes];
-                        let acc = &mut acc[..out.t];
-                        // SAFETY: as above; `acc` has one slot per token and `bytes` is
-                        // whole blocks.
-                        unsafe { row(w, bytes, acts, acc) };
-                        for (t, &v) in acc.iter().enumerate() {
-                            // SAFETY: t < out.t, panel p is this task's, r < valid(p).
-                            unsafe { *out.at(t, p).add(r) = v };
-                        }
-                    }
+            }
+            for r in 8 * groups..out.valid(p) {
+                let bytes = &w.bytes[(p * PANEL + r) * w.row_bytes..][..w.row_bytes];
+                let acc = &mut acc[..out.t];
+                portable_row(w, bytes, acts, acc);
+                for (t, &v) in acc.iter().enumerate() {
+                    // SAFETY: t < out.t, panel p is this task's, r < valid(p).
+                    unsafe { *out.at(t, p).add(r) = v };
                 }
             }
         },
@@ -134,17 +123,9 @@ pub(crate) fn matmul(path: Path, w: &CompactQuant, acts: &Acts, n: usize, out: O
 /// The CPU must support the kernel's instructions and the eight rows must exist.
 pub(crate) type Rows8Kernel = unsafe fn(&CompactQuant, usize, &Acts, &[u8], &mut [f32], &mut [i32]);
 
-/// Computes one weight row against every token into `acc` (`[t]`, overwritten).
-///
-/// # Safety
-/// The CPU must support the kernel's instructions.
-pub(crate) type RowKernel = unsafe fn(&CompactQuant, &[u8], &Acts, &mut [f32]);
-
-/// The portable kernel: each block decoded once, then dotted with every token.
-///
-/// # Safety
-/// None beyond the type's contract (plain Rust).
-pub(crate) unsafe fn portable_row(w: &CompactQuant, row: &[u8], a: &Acts, acc: &mut [f32]) {
+/// The portable kernel: one weight row against every token into `acc` (`[t]`,
+/// overwritten), each block decoded once, then dotted with every token.
+fn portable_row(w: &CompactQuant, row: &[u8], a: &Acts, acc: &mut [f32]) {
     let kind = w.kind;
     let (k, block, sub) = (w.k, kind.block(), kind.sub());
     let nblk = k / block;

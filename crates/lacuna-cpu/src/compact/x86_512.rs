@@ -7,7 +7,7 @@
 use std::arch::x86_64::*;
 
 use super::CompactQuant;
-use super::x86::{f16x8, fold8, scales_mins_utmp};
+use super::x86::{f16x8, fold8, min_dot, scales_mins_utmp};
 use crate::acts::Acts;
 
 /// Eight consecutive Q4_K rows against every token (see `x86::q4k_rows8`).
@@ -76,13 +76,8 @@ pub(crate) unsafe fn q4k_rows8(
                     let d4 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq[c], xc);
                     s32 = _mm512_add_epi32(s32, _mm512_madd_epi16(d4, scv[c]));
                 }
-                let sums = &a.sums[(t * nblk + b) * 8..][..8];
-                // SAFETY: an 8 x i16 load of an 8-element slice.
-                let ms = _mm_madd_epi16(m16, unsafe { _mm_loadu_si128(sums.as_ptr().cast()) });
-                let ms = _mm_add_epi32(ms, _mm_shuffle_epi32::<0b01_00_11_10>(ms));
-                let ms = _mm_add_epi32(ms, _mm_shuffle_epi32::<0b10_11_00_01>(ms));
                 ints[t * 16 + r] = _mm512_reduce_add_epi32(s32);
-                ints[t * 16 + 8 + r] = _mm_cvtsi128_si32(ms);
+                ints[t * 16 + 8 + r] = min_dot(m16, &a.sums[(t * nblk + b) * 8..]);
             }
         } // SAFETY: AVX2 is available (implied by AVX-512) (this function's contract).
         unsafe { fold8(acc, ints, a, nblk, b, dv, Some(dminv)) };

@@ -546,18 +546,8 @@ def rnd1_score(row, temperature, greedy, top_k, top_p, draws):
         keep = set(topk_stable(np.array(l), min(top_k, len(l))))
         l = [v if i in keep else -math.inf for i, v in enumerate(l)]
     if top_p is not None and top_p < 1.0:
-        order = topk_stable(np.array(l), len(l))
-        mx = l[order[0]]
-        z = 0.0
-        for i in order:
-            z += math.exp(l[i] - mx)
-        cum, cut = 0.0, False
-        for i in order:
-            if cut:
-                l[i] = -math.inf
-                continue
-            cum += math.exp(l[i] - mx) / z
-            cut = cum > top_p
+        # apply_top_p_filtering is Dream's top_p_logits rule.
+        l = [float(v) for v in top_p_logits(np.array(l, dtype=np.float64), top_p)]
     mx = max(l)
     s = 0.0
     for x in l:

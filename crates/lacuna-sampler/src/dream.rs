@@ -23,7 +23,7 @@
 
 mod sample;
 
-pub use sample::{Confidence, Filters, Scratch, nucleus, sample_row};
+pub use sample::{Confidence, Filters, Scratch, nucleus, sample_row, top_p_filter};
 
 use std::ops::Range;
 

@@ -21,6 +21,7 @@
 //!   and the result is cut before the first end token (unless `keep_after_eos`).
 
 use crate::denoiser::{Denoiser, Pass, fetch_pass};
+use crate::dream::top_p_filter;
 use crate::error::{ConfigError, Error};
 use crate::output::{self, Generation, Stats, StepView};
 use crate::rng::UniformSource;
@@ -100,45 +101,42 @@ impl Rnd1Config {
     }
 }
 
+/// Reused buffers of [`score`]: the filtered logits and the top-k/top-p scratch.
+#[derive(Default)]
+struct Scratch {
+    l: Vec<f64>,
+    probs: Vec<f64>,
+    order: Vec<usize>,
+}
+
 /// Prediction and entropy of one logit row, as `forward_scores` computes them.
-fn score(
-    row: &[f32],
-    c: &Rnd1Config,
-    rng: &mut impl UniformSource,
-    l: &mut Vec<f64>,
-) -> (u32, f64) {
+fn score(row: &[f32], c: &Rnd1Config, rng: &mut impl UniformSource, s: &mut Scratch) -> (u32, f64) {
+    let l = &mut s.l;
     let t = c.temperature.max(1e-8) as f32;
     l.clear();
     l.extend(row.iter().map(|&x| f64::from(x / t)));
     if let Some(k) = c.top_k {
-        // `apply_top_k_filtering`: exactly the k largest survive (ties to the lower id).
-        let keep = select::top_k(l, k.min(l.len()));
-        let mut kept = vec![false; l.len()];
-        for i in keep {
-            kept[i] = true;
-        }
-        for (v, k) in l.iter_mut().zip(kept) {
-            if !k {
-                *v = f64::NEG_INFINITY;
+        // `apply_top_k_filtering`: exactly the k largest survive (ties to the lower id), by
+        // partial selection over the ranking (value descending, id ascending).
+        let k = k.min(l.len());
+        let rank = |a: &usize, b: &usize| {
+            select::rank_key(l[*b])
+                .total_cmp(&select::rank_key(l[*a]))
+                .then(a.cmp(b))
+        };
+        s.order.clear();
+        s.order.extend(0..l.len());
+        if k < l.len() {
+            s.order.select_nth_unstable_by(k, rank);
+            for &i in &s.order[k..] {
+                l[i] = f64::NEG_INFINITY;
             }
         }
     }
     if let Some(p) = c.top_p.filter(|&p| p < 1.0) {
-        // `apply_top_p_filtering`: sorted descending (ties by id), the softmax of the sorted
-        // logits summed; tokens after the first one whose running sum exceeds p go.
-        let order = select::order_desc(l);
-        let max = l[order[0]];
-        let z: f64 = order.iter().map(|&i| (l[i] - max).exp()).sum();
-        let mut cum = 0.0;
-        let mut cut = false;
-        for &i in &order {
-            if cut {
-                l[i] = f64::NEG_INFINITY;
-                continue;
-            }
-            cum += (l[i] - max).exp() / z;
-            cut = cum > p;
-        }
+        // `apply_top_p_filtering` is Dream's `top_p_logits` rule (sorted descending, ties by
+        // id; tokens after the first whose running sum exceeds p go).
+        top_p_filter(l, p, &mut s.probs, &mut s.order);
     }
     let max = l.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let lse = max + l.iter().map(|&x| (x - max).exp()).sum::<f64>().ln();
@@ -187,7 +185,7 @@ pub fn generate<D: Denoiser>(
         positions_computed: 0,
         finish: output::Finish::Completed,
     };
-    let (mut logits, mut scratch) = (Vec::new(), Vec::new());
+    let (mut logits, mut scratch) = (Vec::new(), Scratch::default());
     // Predicted token and entropy per canvas position (valid where maskable).
     let mut pred = vec![(0u32, 0f64); tokens.len()];
     let mut forward = |tokens: &[u32],

@@ -57,18 +57,7 @@ pub fn sample_row(
         s.logits.extend(row.iter().map(|&x| f64::from(x)));
     }
     if let Some(p) = f.top_p.filter(|&p| p < 1.0) {
-        math::softmax_into(&s.logits, &mut s.probs);
-        let kept = nucleus(&s.logits, &s.probs, p, &mut s.order);
-        // The nucleus is a prefix of the ranking (logit descending, token id ascending):
-        // keep every token ranked at or above the last kept one.
-        let last = s.order[kept - 1];
-        let (l_last, i_last) = (select::rank_key(s.logits[last]), last);
-        for (i, l) in s.logits.iter_mut().enumerate() {
-            let k = select::rank_key(*l);
-            if !(k > l_last || (k == l_last && i <= i_last)) {
-                *l = f64::NEG_INFINITY;
-            }
-        }
+        top_p_filter(&mut s.logits, p, &mut s.probs, &mut s.order);
     }
     if let Some(k) = f.top_k {
         let k = k.clamp(1, s.logits.len());
@@ -110,6 +99,23 @@ pub fn sample_row(
     };
     // Token ids fit in u32 (GGUF vocabularies are u32-indexed).
     (x0 as u32, conf)
+}
+
+/// `top_p_logits` in place: every token outside the nucleus ([`nucleus`]) becomes `-inf`.
+/// `probs` and `order` are scratch.
+pub fn top_p_filter(logits: &mut [f64], top_p: f64, probs: &mut Vec<f64>, order: &mut Vec<usize>) {
+    math::softmax_into(logits, probs);
+    let kept = nucleus(logits, probs, top_p, order);
+    // The nucleus is a prefix of the ranking (logit descending, token id ascending): keep
+    // every token ranked at or above the last kept one.
+    let last = order[kept - 1];
+    let (l_last, i_last) = (select::rank_key(logits[last]), last);
+    for (i, l) in logits.iter_mut().enumerate() {
+        let k = select::rank_key(*l);
+        if !(k > l_last || (k == l_last && i <= i_last)) {
+            *l = f64::NEG_INFINITY;
+        }
+    }
 }
 
 /// `top_p_logits`: how many tokens the nucleus keeps; `order[..kept]` are the kept tokens

@@ -120,8 +120,10 @@ impl QuantKind {
         }
     }
 
-    /// Whether some weight may exceed 64 in magnitude: then a biased-activation
-    /// `vpmaddubsw` pair could saturate i16, and plain AVX2 uses the sign trick.
+    /// Whether some weight may exceed 32 in magnitude. The others ("narrow", |q| <= 32) let
+    /// plain AVX2 add two biased-activation `vpmaddubsw` results in i16 without overflow
+    /// (4 * 255 * 32 < 2^15); wide ones (up to 127) would saturate even one, so plain AVX2
+    /// uses the sign trick for them.
     pub(crate) fn wide(self) -> bool {
         matches!(self, QuantKind::Q8_0 | QuantKind::IQ4NL | QuantKind::IQ4XS)
     }

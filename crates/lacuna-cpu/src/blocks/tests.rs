@@ -63,7 +63,7 @@ fn kind_table() {
     assert!(!QuantKind::Q8_0.has_scales() && QuantKind::Q6K.has_scales());
 }
 
-/// `wide()` is exactly "some weight exceeds 64 in magnitude" over random blocks.
+/// `wide()` is exactly "some weight exceeds 32 in magnitude" over random blocks.
 #[test]
 fn wide_kinds_are_the_ones_with_large_weights() {
     let mut rng = Rng(0x31de);
@@ -80,6 +80,6 @@ fn wide_kinds_are_the_ones_with_large_weights() {
                     .unwrap(),
             );
         }
-        assert_eq!(kind.wide(), max > 64, "{kind:?}: max |q| {max}");
+        assert_eq!(kind.wide(), max > 32, "{kind:?}: max |q| {max}");
     }
 }

@@ -219,6 +219,47 @@ proptest! {
     }
 }
 
+/// The largest integer partial sums the kernels can meet agree on every path: weights at
+/// the extreme of their range for the narrow types (Q6_K's -32, Q5_K's 31, Q4_K's 15,
+/// Q5_0's -16) against activations that quantize to +127 (biased 255), where plain AVX2's
+/// i16 sum of two `vpmaddubsw` results is closest to overflowing, and the wide types at
+/// their largest weights for the sign trick.
+#[test]
+fn extreme_weights_and_activations_agree_on_every_path() {
+    let mut rng = Rng(0xe8);
+    let (n, k, t) = (20, 512, 5);
+    // Row 0 of every block holds the block's max, +1; the rest -0.999 (quantized +127).
+    let x: Vec<f32> = (0..t * k)
+        .map(|i| if i % 32 == 0 { 1.0 } else { -0.999 })
+        .collect();
+    let set = |b: &mut [u8], range: std::ops::Range<usize>, v: u8| b[range].fill(v);
+    for ty in quant_types() {
+        let mut bytes = weights(ty, n, k, &mut rng, 1.0);
+        for b in bytes.chunks_exact_mut(ty.type_size()) {
+            match ty {
+                GgmlType::Q6_K => set(b, 0..192, 0),     // q = -32
+                GgmlType::Q5_K => set(b, 16..176, 0xff), // q = 31
+                GgmlType::Q4_K => set(b, 16..144, 0xff), // q = 15
+                GgmlType::Q5_0 => set(b, 2..22, 0),      // q = -16
+                GgmlType::Q8_0 => set(b, 2..34, 0x81),   // q = -127
+                GgmlType::IQ4_NL => set(b, 2..18, 0),    // q = -127
+                _ => {}
+            }
+        }
+        let w = PackedWeight::new(ty, n, k, &bytes).unwrap();
+        let want = run(Path::Scalar, &w, &x, t);
+        for path in Path::available() {
+            let got = run(path, &w, &x, t);
+            assert!(
+                got.iter()
+                    .zip(&want)
+                    .all(|(a, b)| a.to_bits() == b.to_bits()),
+                "{ty:?} on {path}"
+            );
+        }
+    }
+}
+
 #[test]
 fn thread_count_does_not_change_results() {
     let mut rng = Rng(0x5eed);

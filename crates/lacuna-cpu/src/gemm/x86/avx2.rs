@@ -1,8 +1,9 @@
-//! 256-bit microkernels for AVX2 (`vpmaddubsw` + `vpmaddwd`) and AVX-VNNI (`vpdpbusd` ymm):
-//! one shared body, compiled twice. A 16-row panel is two ymm halves; tiles are one panel x
-//! 3 tokens (16 ymm registers). Q8_0 on plain AVX2 uses ggml's sign trick
-//! (`|w| * sign(x, w)`) because biased activations times 8-bit weights would saturate
-//! `vpmaddubsw`; its integer sums are the same, so results stay bit-identical.
+//! 256-bit microkernels for AVX2 (`vpmaddubsw` + `vpmaddwd`) and AVX-VNNI (`vpdpbusd` ymm).
+//! A 16-row panel is two ymm halves; a tile is one panel x 3-4 tokens, sized so that its
+//! hot loop fits the 16 ymm registers. Wide weights (Q8_0, IQ4_NL, IQ4_XS) on plain AVX2
+//! use ggml's sign trick (`|w| * sign(x, w)`) because biased activations times 8-bit
+//! weights would saturate `vpmaddubsw`; every integer sum is exact on every variant, so
+//! results stay bit-identical.
 
 use std::arch::x86_64::*;
 
@@ -11,8 +12,14 @@ use crate::blocks::QuantKind;
 use crate::gemm::Out;
 use crate::packed::{FloatPacked, PANEL, QuantPacked};
 
-/// Tokens per quantized tile.
+/// Tokens per plain-AVX2 quantized tile: 2 x 4 block accumulators, 2 scale vectors and
+/// the weight and activation operands fit the 16 ymm registers.
 const TT: usize = 3;
+/// Tokens per plain-AVX2 tile of narrow weights, which add two products in i16 before
+/// widening (two more weight and activation operands live at once).
+const TT_PAIR: usize = 3;
+/// Tokens per AVX-VNNI quantized tile (two sets of 2 x 3 sub-block accumulators).
+const TT_VNNI: usize = 3;
 /// Tokens per float tile.
 const TF: usize = 4;
 
@@ -22,8 +29,35 @@ const TF: usize = 4;
 /// See [`crate::gemm::QuantKernel`]; needs AVX2 + FMA.
 #[target_feature(enable = "avx2,fma")]
 pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usize, out: Out) {
-    // SAFETY: AVX2 + FMA enabled here; the rest is this function's contract.
-    unsafe { drive::<false>(w, a, p0, np, out) }
+    macro_rules! go {
+        ($p:expr, $tt:expr, $sub:literal, $sc:literal, $mins:literal, $sign:literal) => {{
+            let mut t0 = 0;
+            while t0 < out.t {
+                let tt = (out.t - t0).min($tt);
+                // SAFETY: the caller's contract; tile bounds checked here.
+                unsafe {
+                    match tt {
+                        4 => tile_madd::<4, $sub, $sc, $mins, $sign>(w, a, $p, t0, out),
+                        3 => tile_madd::<3, $sub, $sc, $mins, $sign>(w, a, $p, t0, out),
+                        2 => tile_madd::<2, $sub, $sc, $mins, $sign>(w, a, $p, t0, out),
+                        _ => tile_madd::<1, $sub, $sc, $mins, $sign>(w, a, $p, t0, out),
+                    }
+                }
+                t0 += tt;
+            }
+        }};
+    }
+    for p in p0..p0 + np {
+        match w.kind {
+            QuantKind::Q4K | QuantKind::Q5K => go!(p, TT_PAIR, 32, true, true, false),
+            QuantKind::Q2K | QuantKind::Q3K | QuantKind::Q6K => {
+                go!(p, TT_PAIR, 16, true, false, false)
+            }
+            QuantKind::IQ4XS => go!(p, TT, 32, true, false, true),
+            kind if kind.wide() => go!(p, TT, 32, false, false, true),
+            _ => go!(p, TT_PAIR, 32, false, false, false),
+        }
+    }
 }
 
 /// AVX-VNNI quantized GEMM over panels `p0..p0 + np`.
@@ -32,58 +66,46 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
 /// See [`crate::gemm::QuantKernel`]; needs AVX2 + FMA + AVX-VNNI.
 #[target_feature(enable = "avx2,fma,avxvnni")]
 pub(crate) unsafe fn quant_panels_vnni(w: &QuantPacked, a: &Acts, p0: usize, np: usize, out: Out) {
-    // SAFETY: AVX2 + FMA + AVX-VNNI enabled here; the rest is this function's contract.
-    unsafe { drive::<true>(w, a, p0, np, out) }
-}
-
-/// # Safety
-/// Inlined only into the entry points above, whose target features it needs.
-#[inline(always)]
-unsafe fn drive<const VNNI: bool>(w: &QuantPacked, a: &Acts, p0: usize, np: usize, out: Out) {
     macro_rules! go {
-        ($p:expr, $sub:literal, $sc:literal, $mins:literal, $sign:expr) => {{
+        ($p:expr, $sub:literal, $sc:literal, $mins:literal) => {{
             let mut t0 = 0;
             while t0 < out.t {
-                let tt = (out.t - t0).min(TT);
+                let tt = (out.t - t0).min(TT_VNNI);
                 // SAFETY: the caller's contract; tile bounds checked here.
                 unsafe {
                     match tt {
-                        3 => tile::<3, $sub, $sc, $mins, VNNI, { $sign }>(w, a, $p, t0, out),
-                        2 => tile::<2, $sub, $sc, $mins, VNNI, { $sign }>(w, a, $p, t0, out),
-                        _ => tile::<1, $sub, $sc, $mins, VNNI, { $sign }>(w, a, $p, t0, out),
+                        3 => tile_vnni::<3, $sub, $sc, $mins>(w, a, $p, t0, out),
+                        2 => tile_vnni::<2, $sub, $sc, $mins>(w, a, $p, t0, out),
+                        _ => tile_vnni::<1, $sub, $sc, $mins>(w, a, $p, t0, out),
                     }
                 }
                 t0 += tt;
             }
         }};
     }
-    // Wide weights (|q| > 64) would saturate `vpmaddubsw` with biased activations.
-    let sign = !VNNI && w.kind.wide();
     for p in p0..p0 + np {
-        match (w.kind, sign) {
-            (QuantKind::Q4K | QuantKind::Q5K, _) => go!(p, 32, true, true, false),
-            (QuantKind::Q2K | QuantKind::Q3K | QuantKind::Q6K, _) => {
-                go!(p, 16, true, false, false)
-            }
-            (QuantKind::IQ4XS, false) => go!(p, 32, true, false, false),
-            (QuantKind::IQ4XS, true) => go!(p, 32, true, false, true),
-            (_, false) => go!(p, 32, false, false, false),
-            (_, true) => go!(p, 32, false, false, true),
+        match w.kind {
+            QuantKind::Q4K | QuantKind::Q5K => go!(p, 32, true, true),
+            QuantKind::Q2K | QuantKind::Q3K | QuantKind::Q6K => go!(p, 16, true, false),
+            QuantKind::IQ4XS => go!(p, 32, true, false),
+            _ => go!(p, 32, false, false),
         }
     }
 }
 
-/// One tile: panel `p`, tokens `t0..t0 + T`, all of K. `SIGN`: sign trick, no bias.
+/// One plain-AVX2 tile: panel `p`, tokens `t0..t0 + T`, all of K. The sub-block scale is
+/// applied by the widening `vpmaddwd` itself (scale pairs instead of ones), so products go
+/// straight into one i32 accumulator per block; narrow weights first add two `vpmaddubsw`
+/// results (8 weights per row) in i16. `SIGN`: the sign trick for wide weights, no bias.
 ///
 /// # Safety
-/// AVX2 (+ AVX-VNNI when `VNNI`); `p < w.panels`, `t0 + T <= out.t`, `a` prepared for `w`.
+/// AVX2; `p < w.panels`, `t0 + T <= out.t`, `a` prepared for `w`.
 #[inline(always)]
-unsafe fn tile<
+unsafe fn tile_madd<
     const T: usize,
     const SUB: usize,
     const SCALES: bool,
     const MINS: bool,
-    const VNNI: bool,
     const SIGN: bool,
 >(
     w: &QuantPacked,
@@ -108,34 +130,122 @@ unsafe fn tile<
         for b in 0..nblk {
             let mut bacc = [[_mm256_setzero_si256(); T]; 2];
             for s in 0..nsub {
-                let mut dacc = [[_mm256_setzero_si256(); T]; 2];
+                // Each row's scale as an i16 pair, the multiplier of `vpmaddwd`.
+                let sc16: [__m256i; 2] = if SCALES {
+                    let at = ((p * nblk + b) * nsub + s) * PANEL;
+                    let sp = w.scales[at..at + PANEL].as_ptr();
+                    std::array::from_fn(|h| {
+                        let v = _mm256_loadu_si256(sp.add(8 * h).cast());
+                        _mm256_blend_epi16::<0xAA>(v, _mm256_slli_epi32::<16>(v))
+                    })
+                } else {
+                    [ones; 2]
+                };
                 let k0 = b * block + s * SUB;
-                for g in 0..SUB / 4 {
-                    let kk = k0 + 4 * g;
-                    // kk + 4 <= k: the 64-byte line kk/4 of the panel and 4 bytes of each
-                    // token row are in bounds.
-                    let wv: [__m256i; 2] = std::array::from_fn(|h| {
-                        _mm256_loadu_si256(qs.add(kk * PANEL + 32 * h).cast())
-                    });
-                    let wabs: [__m256i; 2] =
-                        std::array::from_fn(|h| if SIGN { _mm256_abs_epi8(wv[h]) } else { wv[h] });
-                    for t in 0..T {
-                        let xb = _mm256_set1_epi32(xq[t].add(kk).cast::<i32>().read_unaligned());
-                        for h in 0..2 {
-                            dacc[h][t] = if VNNI {
-                                _mm256_dpbusd_avx_epi32(dacc[h][t], xb, wv[h])
-                            } else if SIGN {
-                                let xs = _mm256_xor_si256(xb, flip);
+                if SIGN {
+                    for g in 0..SUB / 4 {
+                        let kk = k0 + 4 * g;
+                        // kk + 4 <= k: the 64-byte line kk/4 of the panel and 4 bytes of
+                        // each token row are in bounds.
+                        let wv: [__m256i; 2] = std::array::from_fn(|h| {
+                            _mm256_loadu_si256(qs.add(kk * PANEL + 32 * h).cast())
+                        });
+                        let wabs = wv.map(|v| _mm256_abs_epi8(v));
+                        for t in 0..T {
+                            let xb =
+                                _mm256_set1_epi32(xq[t].add(kk).cast::<i32>().read_unaligned());
+                            let xs = _mm256_xor_si256(xb, flip);
+                            for h in 0..2 {
                                 let p16 =
                                     _mm256_maddubs_epi16(wabs[h], _mm256_sign_epi8(xs, wv[h]));
-                                _mm256_add_epi32(dacc[h][t], _mm256_madd_epi16(p16, ones))
-                            } else {
-                                let p16 = _mm256_maddubs_epi16(xb, wv[h]);
-                                _mm256_add_epi32(dacc[h][t], _mm256_madd_epi16(p16, ones))
-                            };
+                                bacc[h][t] =
+                                    _mm256_add_epi32(bacc[h][t], _mm256_madd_epi16(p16, sc16[h]));
+                            }
+                        }
+                    }
+                } else {
+                    for g in (0..SUB / 4).step_by(2) {
+                        let kk = k0 + 4 * g;
+                        // kk + 8 <= k (SUB is a multiple of 8): lines kk/4 and kk/4 + 1.
+                        let wa: [__m256i; 2] = std::array::from_fn(|h| {
+                            _mm256_loadu_si256(qs.add(kk * PANEL + 32 * h).cast())
+                        });
+                        let wb: [__m256i; 2] = std::array::from_fn(|h| {
+                            _mm256_loadu_si256(qs.add((kk + 4) * PANEL + 32 * h).cast())
+                        });
+                        for t in 0..T {
+                            let xa =
+                                _mm256_set1_epi32(xq[t].add(kk).cast::<i32>().read_unaligned());
+                            let xb =
+                                _mm256_set1_epi32(xq[t].add(kk + 4).cast::<i32>().read_unaligned());
+                            for h in 0..2 {
+                                // |each| <= 2 * 255 * 32: the i16 sum cannot overflow.
+                                let p16 = _mm256_add_epi16(
+                                    _mm256_maddubs_epi16(xa, wa[h]),
+                                    _mm256_maddubs_epi16(xb, wb[h]),
+                                );
+                                bacc[h][t] =
+                                    _mm256_add_epi32(bacc[h][t], _mm256_madd_epi16(p16, sc16[h]));
+                            }
                         }
                     }
                 }
+            }
+            fold_block::<T, MINS>(w, a, p, b, t0, !SIGN, &bacc, &mut facc);
+        }
+        store_panel(out, t0, p, &facc);
+    }
+}
+
+/// One AVX-VNNI tile: panel `p`, tokens `t0..t0 + T`, all of K; `vpdpbusd` sums per
+/// sub-block, scaled by a 32-bit multiply into the block accumulator.
+///
+/// # Safety
+/// AVX2 + AVX-VNNI; `p < w.panels`, `t0 + T <= out.t`, `a` prepared for `w`.
+#[inline(always)]
+unsafe fn tile_vnni<const T: usize, const SUB: usize, const SCALES: bool, const MINS: bool>(
+    w: &QuantPacked,
+    a: &Acts,
+    p: usize,
+    t0: usize,
+    out: Out,
+) {
+    let k = w.k;
+    let block = w.kind.block();
+    let nblk = k / block;
+    let nsub = block / SUB;
+    debug_assert!(p < w.panels && t0 + T <= out.t);
+    debug_assert!(a.q.len() >= (t0 + T) * k && a.d.len() >= (t0 + T) * nblk);
+    let qs = w.qs[p * PANEL * k..].as_ptr();
+    let xq: [*const u8; T] = std::array::from_fn(|t| a.q[(t0 + t) * k..].as_ptr());
+    // SAFETY: AVX2 + AVX-VNNI are enabled in every caller of this inlined body.
+    unsafe {
+        let mut facc = [[_mm256_setzero_ps(); T]; 2];
+        for b in 0..nblk {
+            let mut bacc = [[_mm256_setzero_si256(); T]; 2];
+            for s in 0..nsub {
+                // Two accumulator sets, even and odd groups: 4T chains hide the latency of
+                // `vpdpbusd` (about 5 cycles on 2 ports).
+                let mut dacc = [[[_mm256_setzero_si256(); T]; 2]; 2];
+                let k0 = b * block + s * SUB;
+                for g in 0..SUB / 4 {
+                    let kk = k0 + 4 * g;
+                    let set = &mut dacc[g % 2];
+                    // kk + 4 <= k: as in `tile_madd`.
+                    let wv: [__m256i; 2] = std::array::from_fn(|h| {
+                        _mm256_loadu_si256(qs.add(kk * PANEL + 32 * h).cast())
+                    });
+                    for t in 0..T {
+                        let xb = _mm256_set1_epi32(xq[t].add(kk).cast::<i32>().read_unaligned());
+                        for h in 0..2 {
+                            set[h][t] = _mm256_dpbusd_avx_epi32(set[h][t], xb, wv[h]);
+                        }
+                    }
+                }
+                let [even, odd] = dacc;
+                let dacc: [[__m256i; T]; 2] = std::array::from_fn(|h| {
+                    std::array::from_fn(|t| _mm256_add_epi32(even[h][t], odd[h][t]))
+                });
                 if SCALES {
                     let at = ((p * nblk + b) * nsub + s) * PANEL;
                     let sp = w.scales[at..at + PANEL].as_ptr();
@@ -150,45 +260,70 @@ unsafe fn tile<
                     bacc = dacc;
                 }
             }
-            let pb = (p * nblk + b) * PANEL;
-            for h in 0..2 {
-                let corr = if SIGN {
-                    _mm256_setzero_si256()
-                } else {
-                    _mm256_loadu_si256(w.corr[pb..pb + PANEL].as_ptr().add(8 * h).cast())
-                };
-                let dv = _mm256_loadu_ps(w.d[pb..pb + PANEL].as_ptr().add(8 * h));
+            fold_block::<T, MINS>(w, a, p, b, t0, true, &bacc, &mut facc);
+        }
+        store_panel(out, t0, p, &facc);
+    }
+}
+
+/// Folds block `b`'s integer sums into the float accumulators, as [`crate::gemm`] orders
+/// it: `acc + (d_w * d_x) * (isum - corr)`, then `acc - (dmin_w * d_x) * msum`. `biased`:
+/// the sums came from biased activations and carry the packing-time correction.
+///
+/// # Safety
+/// AVX2; the tile bounds of the callers.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn fold_block<const T: usize, const MINS: bool>(
+    w: &QuantPacked,
+    a: &Acts,
+    p: usize,
+    b: usize,
+    t0: usize,
+    biased: bool,
+    bacc: &[[__m256i; T]; 2],
+    facc: &mut [[__m256; T]; 2],
+) {
+    let nblk = w.k / w.kind.block();
+    let pb = (p * nblk + b) * PANEL;
+    // SAFETY: AVX2 is enabled in every caller; the indices are within the panel's blocks
+    // and the tile's token rows.
+    unsafe {
+        for h in 0..2 {
+            let corr = if biased {
+                _mm256_loadu_si256(w.corr[pb..pb + PANEL].as_ptr().add(8 * h).cast())
+            } else {
+                _mm256_setzero_si256()
+            };
+            let dv = _mm256_loadu_ps(w.d[pb..pb + PANEL].as_ptr().add(8 * h));
+            for t in 0..T {
+                let xd = _mm256_set1_ps(a.d[(t0 + t) * nblk + b]);
+                let isum = _mm256_sub_epi32(bacc[h][t], corr);
+                let dd = _mm256_mul_ps(dv, xd);
+                facc[h][t] = _mm256_add_ps(facc[h][t], _mm256_mul_ps(dd, _mm256_cvtepi32_ps(isum)));
+            }
+            if MINS {
+                let dmv = _mm256_loadu_ps(w.dmin[pb..pb + PANEL].as_ptr().add(8 * h));
+                let mp = w.mins[pb * 8..pb * 8 + 8 * PANEL].as_ptr();
+                let m: [__m256i; 4] = std::array::from_fn(|q| {
+                    _mm256_loadu_si256(mp.add(q * 2 * PANEL + 16 * h).cast())
+                });
                 for t in 0..T {
-                    let xd = _mm256_set1_ps(a.d[(t0 + t) * nblk + b]);
-                    let isum = _mm256_sub_epi32(bacc[h][t], corr);
-                    let dd = _mm256_mul_ps(dv, xd);
-                    facc[h][t] =
-                        _mm256_add_ps(facc[h][t], _mm256_mul_ps(dd, _mm256_cvtepi32_ps(isum)));
-                }
-                if MINS {
-                    let dmv = _mm256_loadu_ps(w.dmin[pb..pb + PANEL].as_ptr().add(8 * h));
-                    let mp = w.mins[pb * 8..pb * 8 + 8 * PANEL].as_ptr();
-                    let m: [__m256i; 4] = std::array::from_fn(|q| {
-                        _mm256_loadu_si256(mp.add(q * 2 * PANEL + 16 * h).cast())
-                    });
-                    for t in 0..T {
-                        let xs = a.sums[((t0 + t) * nblk + b) * 8..][..8]
-                            .as_ptr()
-                            .cast::<i32>();
-                        let mut msum = _mm256_setzero_si256();
-                        for (q, mq) in m.iter().enumerate() {
-                            let pair = _mm256_set1_epi32(xs.add(q).read_unaligned());
-                            msum = _mm256_add_epi32(msum, _mm256_madd_epi16(*mq, pair));
-                        }
-                        let xd = _mm256_set1_ps(a.d[(t0 + t) * nblk + b]);
-                        let dm = _mm256_mul_ps(dmv, xd);
-                        facc[h][t] =
-                            _mm256_sub_ps(facc[h][t], _mm256_mul_ps(dm, _mm256_cvtepi32_ps(msum)));
+                    let xs = a.sums[((t0 + t) * nblk + b) * 8..][..8]
+                        .as_ptr()
+                        .cast::<i32>();
+                    let mut msum = _mm256_setzero_si256();
+                    for (q, mq) in m.iter().enumerate() {
+                        let pair = _mm256_set1_epi32(xs.add(q).read_unaligned());
+                        msum = _mm256_add_epi32(msum, _mm256_madd_epi16(*mq, pair));
                     }
+                    let xd = _mm256_set1_ps(a.d[(t0 + t) * nblk + b]);
+                    let dm = _mm256_mul_ps(dmv, xd);
+                    facc[h][t] =
+                        _mm256_sub_ps(facc[h][t], _mm256_mul_ps(dm, _mm256_cvtepi32_ps(msum)));
                 }
             }
         }
-        store_panel(out, t0, p, &facc);
     }
 }
 

@@ -23,6 +23,10 @@ pub(crate) fn required_flags(path: Path) -> Vec<&'static str> {
             &["avx512f", "avx512bw", "avx512vl", "avx512_vnni"],
         ),
         Path::Amx => (Some(Path::Avx512Vnni), &["amx_tile", "amx_int8"]),
+        // aarch64's /proc/cpuinfo "Features" spelling.
+        Path::Neon => (None, &["asimd"]),
+        Path::NeonDot => (Some(Path::Neon), &["asimddp"]),
+        Path::NeonI8mm => (Some(Path::NeonDot), &["i8mm"]),
     };
     let mut flags = base.map(required_flags).unwrap_or_default();
     flags.extend_from_slice(own);
@@ -47,6 +51,10 @@ const SIMD_FLAGS: &[&str] = &[
     "amx_tile",
     "amx_int8",
     "amx_bf16",
+    "asimd",
+    "asimddp",
+    "i8mm",
+    "sve",
 ];
 
 /// The first value of `key` in `/proc/cpuinfo`-style `text`.
@@ -118,7 +126,9 @@ pub(crate) fn run(a: DoctorArgs) -> Result<()> {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
     let cpu_model = cpuinfo_value(&cpuinfo, "model name").unwrap_or("unknown");
+    // x86 says "flags", aarch64 "Features".
     let flags: Vec<&str> = cpuinfo_value(&cpuinfo, "flags")
+        .or_else(|| cpuinfo_value(&cpuinfo, "Features"))
         .unwrap_or("")
         .split_whitespace()
         .collect();
@@ -130,7 +140,7 @@ pub(crate) fn run(a: DoctorArgs) -> Result<()> {
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
     let active = Path::active();
     let env = std::env::var("LACUNA_CPU_PATH").ok();
-    let paths: Vec<(Path, Option<String>)> = Path::ALL
+    let paths: Vec<(Path, Option<String>)> = Path::of_this_arch()
         .into_iter()
         .map(|p| (p, missing(p, &flags)))
         .collect();

@@ -122,9 +122,14 @@ pub(crate) struct Acts {
     pub(crate) g: Vec<f32>,
     /// The biased quants again, laid out for AMX A tiles: `[k / 256][tpad][256]`, rows from
     /// `t` to `tpad` set to 128 (zero). Filled by [`Acts::prepare_tiles`] only.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(crate) tiles: Vec<u8>,
     /// Token rows of `tiles` (a multiple of the AMX token step), 0 when not prepared.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(crate) tpad: usize,
+    /// The quants unbiased again, `[t][k]` signed (`u8 - 128`), for the aarch64 kernels'
+    /// signed dot products. Filled by [`Acts::prepare_signed`] only.
+    pub(crate) signed: Vec<i8>,
 }
 
 impl Acts {
@@ -203,6 +208,7 @@ impl Acts {
 impl Acts {
     /// Lays `q` (prepared for `t` rows of `k`, `k` a multiple of 256) out as AMX A tiles in
     /// `tiles`, padding the token rows to a multiple of `step`.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(crate) fn prepare_tiles(&mut self, t: usize, k: usize, step: usize) {
         const KB: usize = 256;
         let tpad = t.next_multiple_of(step);
@@ -221,6 +227,22 @@ impl Acts {
                 }
             });
         self.tpad = tpad;
+    }
+}
+
+impl Acts {
+    /// Fills `signed` from `q` (prepared for `t` rows of `k`).
+    #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
+    pub(crate) fn prepare_signed(&mut self, t: usize, k: usize) {
+        resize(&mut self.signed, t * k);
+        self.signed[..t * k]
+            .par_chunks_mut(4096)
+            .zip(self.q[..t * k].par_chunks(4096))
+            .for_each(|(s, q)| {
+                for (o, &u) in s.iter_mut().zip(q) {
+                    *o = (u ^ 0x80) as i8;
+                }
+            });
     }
 }
 

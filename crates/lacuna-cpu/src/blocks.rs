@@ -124,6 +124,7 @@ impl QuantKind {
     /// plain AVX2 add two biased-activation `vpmaddubsw` results in i16 without overflow
     /// (4 * 255 * 32 < 2^15); wide ones (up to 127) would saturate even one, so plain AVX2
     /// uses the sign trick for them.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(crate) fn wide(self) -> bool {
         matches!(self, QuantKind::Q8_0 | QuantKind::IQ4NL | QuantKind::IQ4XS)
     }

@@ -29,6 +29,8 @@ use crate::acts::Acts;
 use crate::packed::{FloatPacked, Inner, PANEL, QuantPacked};
 use crate::{Error, PackedWeight, Path};
 
+#[cfg(target_arch = "aarch64")]
+mod arm;
 mod scalar;
 #[cfg(target_arch = "x86_64")]
 mod x86;
@@ -82,6 +84,7 @@ pub fn matmul_on(
         return Ok(());
     }
     ws.acts.prepare(w.act_kind(), x, t, k);
+    #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
     let mut per_task = 2;
     #[cfg(target_arch = "x86_64")]
     if let (Path::Amx, Inner::Quant(q)) = (path, &w.inner)
@@ -89,6 +92,12 @@ pub fn matmul_on(
     {
         ws.acts.prepare_tiles(t, k, x86::amx::TOKEN_STEP);
         per_task = x86::amx::TASK_PANELS;
+    }
+    #[cfg(target_arch = "aarch64")]
+    if matches!(path, Path::Neon | Path::NeonDot | Path::NeonI8mm)
+        && matches!(w.inner, Inner::Quant(_))
+    {
+        ws.acts.prepare_signed(t, k);
     }
     let out = Out {
         ptr: y.as_mut_ptr(),
@@ -197,6 +206,12 @@ fn quant_kernel(path: Path) -> QuantKernel {
         Path::AvxVnni => x86::avxvnni::quant_panels,
         #[cfg(target_arch = "x86_64")]
         Path::Avx2 => x86::avx2::quant_panels,
+        #[cfg(target_arch = "aarch64")]
+        Path::NeonI8mm => arm::quant_panels_i8mm,
+        #[cfg(target_arch = "aarch64")]
+        Path::NeonDot => arm::quant_panels_dot,
+        #[cfg(target_arch = "aarch64")]
+        Path::Neon => arm::quant_panels_neon,
         _ => scalar::quant_panels,
     }
 }
@@ -212,6 +227,10 @@ fn float_kernel(path: Path, accumulate: bool) -> FloatKernel {
         (Path::AvxVnni | Path::Avx2, false) => x86::avx2::float_panels::<false>,
         #[cfg(target_arch = "x86_64")]
         (Path::AvxVnni | Path::Avx2, true) => x86::avx2::float_panels::<true>,
+        #[cfg(target_arch = "aarch64")]
+        (Path::Neon | Path::NeonDot | Path::NeonI8mm, false) => arm::float_panels::<false>,
+        #[cfg(target_arch = "aarch64")]
+        (Path::Neon | Path::NeonDot | Path::NeonI8mm, true) => arm::float_panels::<true>,
         (_, false) => scalar::float_panels::<false>,
         (_, true) => scalar::float_panels::<true>,
     }

@@ -35,14 +35,15 @@ pub(crate) fn level() -> Level {
 }
 
 pub(crate) fn level_for(path: crate::Path) -> Level {
+    #[cfg(target_arch = "x86_64")]
     use crate::Path;
     match path {
-        Path::Scalar => Level::Portable,
         #[cfg(target_arch = "x86_64")]
         Path::Avx2 | Path::AvxVnni => Level::V256,
         #[cfg(target_arch = "x86_64")]
         Path::Avx512Vnni | Path::Amx => Level::V512,
-        #[cfg(not(target_arch = "x86_64"))]
+        // Scalar, and the aarch64 paths: their baseline target already has NEON, which the
+        // portable bodies auto-vectorize to.
         _ => Level::Portable,
     }
 }

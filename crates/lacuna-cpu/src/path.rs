@@ -23,17 +23,42 @@ pub enum Path {
     /// tokens or more, after Linux granted tile-data permission; everything else (Q8_0/Q4_0,
     /// float weights, short canvases, the other ops) runs the AVX-512 code.
     Amx,
+    /// aarch64 Advanced SIMD: `smull` + `sadalp` int8 products, `fmla` floats.
+    Neon,
+    /// aarch64 with FEAT_DotProd: `sdot` (Cortex-A76/Neoverse N1, Apple M1 and later).
+    NeonDot,
+    /// aarch64 with FEAT_I8MM: `smmla`, 2 tokens x 2 rows x 8 products per instruction
+    /// (Neoverse V1/N2, Graviton 3/4, Apple M2 and later).
+    NeonI8mm,
 }
 
 impl Path {
-    /// Every path, slowest first.
-    pub const ALL: [Path; 5] = [
+    /// Every path: scalar, then each architecture's paths slowest first.
+    pub const ALL: [Path; 8] = [
         Path::Scalar,
         Path::Avx2,
         Path::AvxVnni,
         Path::Avx512Vnni,
         Path::Amx,
+        Path::Neon,
+        Path::NeonDot,
+        Path::NeonI8mm,
     ];
+
+    /// The paths of the architecture this binary was built for, slowest first (scalar
+    /// included): the ones worth reporting as present or missing.
+    pub fn of_this_arch() -> Vec<Path> {
+        Path::ALL
+            .into_iter()
+            .filter(|p| match p {
+                Path::Scalar => true,
+                Path::Avx2 | Path::AvxVnni | Path::Avx512Vnni | Path::Amx => {
+                    cfg!(target_arch = "x86_64")
+                }
+                Path::Neon | Path::NeonDot | Path::NeonI8mm => cfg!(target_arch = "aarch64"),
+            })
+            .collect()
+    }
 
     /// The name used by `LACUNA_CPU_PATH`.
     pub const fn name(self) -> &'static str {
@@ -43,6 +68,9 @@ impl Path {
             Path::AvxVnni => "avxvnni",
             Path::Avx512Vnni => "avx512vnni",
             Path::Amx => "amx",
+            Path::Neon => "neon",
+            Path::NeonDot => "dotprod",
+            Path::NeonI8mm => "i8mm",
         }
     }
 
@@ -80,7 +108,17 @@ impl Path {
             }
             #[cfg(target_arch = "x86_64")]
             Path::Amx => Path::Avx512Vnni.is_available() && amx_permitted(),
-            #[cfg(not(target_arch = "x86_64"))]
+            #[cfg(target_arch = "aarch64")]
+            Path::Neon => std::arch::is_aarch64_feature_detected!("neon"),
+            #[cfg(target_arch = "aarch64")]
+            Path::NeonDot => {
+                Path::Neon.is_available() && std::arch::is_aarch64_feature_detected!("dotprod")
+            }
+            #[cfg(target_arch = "aarch64")]
+            Path::NeonI8mm => {
+                Path::NeonDot.is_available() && std::arch::is_aarch64_feature_detected!("i8mm")
+            }
+            #[allow(unreachable_patterns)]
             _ => false,
         }
     }

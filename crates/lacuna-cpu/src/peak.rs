@@ -9,7 +9,8 @@ use crate::{Error, Path};
 
 /// Runs `iters` iterations of the int8 dot instruction of `path` (4 independent full-size
 /// `tdpbusd` tiles, 16x16x64, for AMX; `vpdpbusd` zmm for AVX-512 VNNI, `vpdpbusd` ymm for AVX-VNNI, `vpmaddubsw`+`vpmaddwd`+`vpaddd` ymm
-/// with one operand loaded per instruction for AVX2, a plain loop for scalar) and returns the operations done. The returned value
+/// with one operand loaded per instruction for AVX2; `smmla`, `sdot`, `smull`+`sadalp` on
+/// aarch64; a plain loop for scalar) and returns the operations done. The returned value
 /// also depends on the results so the loop cannot be optimised away.
 pub fn int8_dot_ops(path: Path, iters: u64) -> Result<u64, Error> {
     if !path.is_available() {
@@ -28,6 +29,15 @@ pub fn int8_dot_ops(path: Path, iters: u64) -> Result<u64, Error> {
         #[cfg(target_arch = "x86_64")]
         // SAFETY: as above.
         Path::Avx2 => Ok(unsafe { x86::ymm_avx2(iters) }),
+        #[cfg(target_arch = "aarch64")]
+        // SAFETY: as above.
+        Path::NeonI8mm => Ok(unsafe { arm::smmla(iters) }),
+        #[cfg(target_arch = "aarch64")]
+        // SAFETY: as above.
+        Path::NeonDot => Ok(unsafe { arm::sdot(iters) }),
+        #[cfg(target_arch = "aarch64")]
+        // SAFETY: as above.
+        Path::Neon => Ok(unsafe { arm::smull(iters) }),
         _ => Ok(scalar(iters)),
     }
 }
@@ -173,6 +183,64 @@ mod x86 {
         }
         let acc = std::hint::black_box(acc);
         iters * 12 * 64 + u64::from(_mm256_extract_epi32::<0>(acc[0]) == 1)
+    }
+}
+
+#[cfg(target_arch = "aarch64")]
+mod arm {
+    use std::arch::aarch64::*;
+    use std::arch::asm;
+
+    macro_rules! chains {
+        ($insn:literal, $ops_per:expr, $iters:expr) => {{
+            let x = std::hint::black_box(vdupq_n_s8(3));
+            let w = std::hint::black_box(vdupq_n_s8(-2));
+            let mut acc = [vdupq_n_s32(0); 12];
+            for _ in 0..$iters {
+                for a in acc.iter_mut() {
+                    // SAFETY: the instruction only reads and writes these registers; the
+                    // caller has its feature.
+                    unsafe {
+                        asm!(concat!($insn, " {a:v}.4s, {x:v}.16b, {w:v}.16b"),
+                             a = inout(vreg) *a, x = in(vreg) x, w = in(vreg) w,
+                             options(pure, nomem, nostack, preserves_flags));
+                    }
+                }
+            }
+            let acc = std::hint::black_box(acc);
+            $iters * 12 * $ops_per + u64::from(vgetq_lane_s32::<0>(acc[0]) == 1)
+        }};
+    }
+
+    /// # Safety
+    /// FEAT_I8MM.
+    #[target_feature(enable = "neon,i8mm")]
+    pub(super) unsafe fn smmla(iters: u64) -> u64 {
+        chains!("smmla", 64, iters)
+    }
+
+    /// # Safety
+    /// FEAT_DotProd.
+    #[target_feature(enable = "neon,dotprod")]
+    pub(super) unsafe fn sdot(iters: u64) -> u64 {
+        chains!("sdot", 32, iters)
+    }
+
+    /// # Safety
+    /// NEON.
+    #[target_feature(enable = "neon")]
+    pub(super) unsafe fn smull(iters: u64) -> u64 {
+        let x = std::hint::black_box(vdup_n_s8(3));
+        let w = std::hint::black_box(vdup_n_s8(-2));
+        let mut acc = [vdupq_n_s32(0); 12];
+        for _ in 0..iters {
+            let x = std::hint::black_box(x);
+            for a in acc.iter_mut() {
+                *a = vpadalq_s16(*a, vmull_s8(x, w));
+            }
+        }
+        let acc = std::hint::black_box(acc);
+        iters * 12 * 16 + u64::from(vgetq_lane_s32::<0>(acc[0]) == 1)
     }
 }
 

@@ -32,6 +32,18 @@ fn tiers_imply_lower_tiers() {
     if Path::Amx.is_available() {
         assert!(Path::Avx512Vnni.is_available());
     }
+    if Path::NeonI8mm.is_available() {
+        assert!(Path::NeonDot.is_available());
+    }
+    if Path::NeonDot.is_available() {
+        assert!(Path::Neon.is_available());
+    }
+    // Every available path belongs to this architecture.
+    assert!(
+        Path::available()
+            .iter()
+            .all(|p| Path::of_this_arch().contains(p))
+    );
 }
 
 #[test]

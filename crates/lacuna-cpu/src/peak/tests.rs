@@ -11,6 +11,9 @@ fn op_counts_and_unavailable_paths() {
                     Path::Avx2 | Path::AvxVnni => 12 * 64,
                     Path::Avx512Vnni => 12 * 128,
                     Path::Amx => 4 * 16 * 16 * 64 * 2,
+                    Path::Neon => 12 * 16,
+                    Path::NeonDot => 12 * 32,
+                    Path::NeonI8mm => 12 * 64,
                 };
                 // The result may carry +1 from the anti-elision term.
                 assert!(

@@ -28,7 +28,7 @@ pub(crate) struct BenchArgs {
     /// Print JSON (otherwise a one-line summary).
     #[arg(long)]
     json: bool,
-    /// Mixture-of-experts weights: auto, compact or fast (see `lacuna run --help`).
+    /// Quantized weights: auto, compact or fast (see `lacuna run --help`).
     #[arg(long, default_value = "auto", value_parser = ["auto", "compact", "fast"])]
     weights: String,
     #[command(flatten)]
@@ -56,7 +56,7 @@ fn ms(d: std::time::Duration, passes: u32) -> f64 {
 /// Runs the benchmark and prints the result.
 pub(crate) fn run(mut a: BenchArgs) -> Result<()> {
     a.model = crate::pull::resolve_model(&a.model)?;
-    let experts = lacuna_models::ExpertLayout::from_name(&a.weights).unwrap_or_default();
+    let experts = lacuna_models::WeightLayout::from_name(&a.weights).unwrap_or_default();
     if !a.forward {
         return crate::gen_bench::run(&a.model, a.threads, experts, a.runs, a.json, a.generate);
     }
@@ -67,7 +67,7 @@ pub(crate) fn run(mut a: BenchArgs) -> Result<()> {
     let load = Instant::now();
     let file = lacuna_gguf::GgufFile::open(&a.model)
         .with_context(|| format!("loading {}", a.model.display()))?;
-    let mut model = Model::load(file, lacuna_models::CpuBackend::with_experts(experts))
+    let mut model = Model::load(file, lacuna_models::CpuBackend::with_layout(experts))
         .with_context(|| format!("loading {}", a.model.display()))?;
     let load_s = load.elapsed().as_secs_f64();
     let vocab = model.vocab_size();
@@ -107,6 +107,8 @@ pub(crate) fn run(mut a: BenchArgs) -> Result<()> {
             "backend": lacuna_models::Backend::name(model.backend()),
             "build_commit": env!("LACUNA_BUILD_COMMIT"),
             "experts": if model.backend().experts_compact() { "compact" } else { "repacked" },
+            "dense_weights": if model.backend().dense_compact() { "compact" } else { "repacked" },
+            "weight_bytes": model.weight_bytes(),
             "ms_per_forward": times,
             "ms_per_forward_median": median,
             "ms_per_forward_min": sorted[0],

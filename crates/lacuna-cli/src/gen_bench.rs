@@ -105,7 +105,7 @@ fn quant_mix(engine: &Engine) -> String {
 pub(crate) fn run(
     model: &Path,
     threads: Option<usize>,
-    experts: lacuna::models::ExpertLayout,
+    experts: lacuna::models::WeightLayout,
     runs: usize,
     json: bool,
     g: GenBenchArgs,
@@ -121,8 +121,14 @@ pub(crate) fn run(
         .clone()
         .unwrap_or_else(|| "unspecified".to_string());
     let start = Instant::now();
-    let mut engine = Engine::load(model, &EngineOptions { threads, experts })
-        .with_context(|| format!("loading {}", model.display()))?;
+    let mut engine = Engine::load(
+        model,
+        &EngineOptions {
+            threads,
+            weights: experts,
+        },
+    )
+    .with_context(|| format!("loading {}", model.display()))?;
     let cfg = engine.model().config().clone();
     let vocab = engine.model().vocab_size();
     let mask = engine.mask_token_id();
@@ -272,6 +278,7 @@ pub(crate) fn run(
             "positions_per_forward": positions_per_forward,
             "expert_bytes_per_forward": expert_bytes,
             "experts": experts,
+            "dense_weights": if engine.model().backend().dense_compact() { "compact" } else { "repacked" },
         },
         "notes": g.notes,
     });

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
-use lacuna::models::{Arch, ExpertLayout};
+use lacuna::models::{Arch, WeightLayout};
 use lacuna::{
     CachePolicy, DreamAlg, Editing, Engine, EngineOptions, Finish, GenerateRequest, Output,
     ParallelConfig, ParallelRule, Prompt, Remasking, StepView,
@@ -27,9 +27,10 @@ pub(crate) struct ModelArgs {
     /// Worker threads (default: one per logical core).
     #[arg(long)]
     pub(crate) threads: Option<usize>,
-    /// Mixture-of-experts weights: auto (compact where this CPU has the kernel: Q4_K and
-    /// Q6_K with AVX2), compact (ggml's blocks, the file's size) or fast (repacked to int8,
-    /// about 8.6 bits per weight).
+    /// Quantized weights: fast (repacked to int8, about 8.6 bits per weight, fastest),
+    /// compact (ggml's blocks, the file's size; slower on long canvases) or auto (fast,
+    /// unless that would not fit in available memory: then the experts, and if still needed
+    /// the dense weights, go compact where this CPU has the kernel: Q4_K and Q6_K on x86-64).
     #[arg(long, default_value = "auto", value_parser = ["auto", "compact", "fast"])]
     pub(crate) weights: String,
 }
@@ -39,7 +40,7 @@ impl ModelArgs {
     pub(crate) fn load(&self) -> Result<Engine> {
         let options = EngineOptions {
             threads: self.threads,
-            experts: ExpertLayout::from_name(&self.weights).unwrap_or_default(),
+            weights: WeightLayout::from_name(&self.weights).unwrap_or_default(),
         };
         match &self.model {
             Some(path) if !self.demo => {

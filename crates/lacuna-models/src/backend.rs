@@ -54,6 +54,19 @@ pub struct RopeParams {
     pub freq_scale: f32,
 }
 
+/// The matrix weights of a file, as [`Backend::plan_weights`] is told them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WeightPlan {
+    /// Elements of the mixture-of-experts tensors (`*_exps.weight`).
+    pub expert_elements: u64,
+    /// Their bytes in the file.
+    pub expert_bytes: u64,
+    /// Elements of the other matrices the backend prepares (attention, dense FFN, LM head).
+    pub dense_elements: u64,
+    /// Their bytes in the file.
+    pub dense_bytes: u64,
+}
+
 /// Operations a model graph needs from a compute device.
 pub trait Backend {
     /// A weight matrix prepared (possibly repacked) for [`Backend::matmul`].
@@ -71,11 +84,11 @@ pub trait Backend {
         bytes: &[u8],
     ) -> Result<Self::Weight>;
 
-    /// Told, before any weight is prepared, how many mixture-of-experts weights the file
-    /// holds (elements and bytes in the file), so that a backend can choose how to keep them
-    /// ([`Backend::prepare_expert`]). The default ignores it.
-    fn plan_experts(&mut self, elements: u64, file_bytes: u64) {
-        let _ = (elements, file_bytes);
+    /// Told, before any weight is prepared, how many matrix weights the file holds, so that
+    /// a backend can choose how to keep them ([`Backend::prepare_weight`],
+    /// [`Backend::prepare_expert`]). The default ignores it.
+    fn plan_weights(&mut self, plan: WeightPlan) {
+        let _ = plan;
     }
 
     /// Prepares one expert of a mixture-of-experts layer: a matrix each forward pass reads

@@ -8,30 +8,33 @@ use lacuna_cpu::{PackedWeight, Workspace};
 use lacuna_quant::GgmlType;
 use rayon::prelude::*;
 
-use crate::backend::{AttnShape, Backend, RopeParams};
+use crate::backend::{AttnShape, Backend, RopeParams, WeightPlan};
 use crate::{Error, Result, RopeStyle};
 
-/// How expert weights of mixture-of-experts layers are kept.
+/// How quantized matrix weights are kept: repacked to int8 panels (fast at every canvas
+/// length, about 8.6 bits per weight) or compact (ggml's blocks, the file's size).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ExpertLayout {
-    /// Repacked, unless the repacked experts would not fit in the memory available now
-    /// (`MemAvailable`, with a tenth kept free): then compact where this CPU has a
-    /// vectorised compact kernel for the type (Q4_K and Q6_K with AVX2).
+pub enum WeightLayout {
+    /// Repacked, unless that would not fit in the memory available at load
+    /// (`MemAvailable`, with a tenth kept free): then the mixture-of-experts weights go
+    /// compact first, and the dense ones too when repacking them still would not fit;
+    /// compact only where this CPU has a vectorised compact kernel for the type (Q4_K and
+    /// Q6_K with AVX2).
     #[default]
     Auto,
-    /// Always compact when the type allows it (slow where the kernel is portable).
+    /// Every weight compact when the type allows it (slow where the kernel is portable).
     Compact,
-    /// Always repacked to int8 panels (about 8.6 bits per weight).
+    /// Every weight repacked to int8 panels.
     Fast,
 }
 
-impl ExpertLayout {
+impl WeightLayout {
     /// The layout named `auto`, `compact` or `fast`.
-    pub fn from_name(name: &str) -> Option<ExpertLayout> {
+    pub fn from_name(name: &str) -> Option<WeightLayout> {
         match name {
-            "auto" => Some(ExpertLayout::Auto),
-            "compact" => Some(ExpertLayout::Compact),
-            "fast" => Some(ExpertLayout::Fast),
+            "auto" => Some(WeightLayout::Auto),
+            "compact" => Some(WeightLayout::Compact),
+            "fast" => Some(WeightLayout::Fast),
             _ => None,
         }
     }
@@ -40,10 +43,12 @@ impl ExpertLayout {
 /// Runs a graph on the host CPU with the best instruction path `lacuna-cpu` detects.
 #[derive(Debug, Default)]
 pub struct CpuBackend {
-    /// How expert weights are kept.
-    experts: ExpertLayout,
+    /// How weights are kept.
+    layout: WeightLayout,
     /// `Auto` resolved for the file being loaded: whether experts go compact.
     compact_experts: bool,
+    /// `Auto` resolved for the file being loaded: whether dense weights go compact.
+    compact_dense: bool,
     ws: Workspace,
     /// The query rows asked for, when not all.
     q_rows: Vec<f32>,
@@ -60,19 +65,50 @@ impl CpuBackend {
     /// Whether expert weights are (to be) kept compact: the layout asked for, with `Auto`
     /// resolved against the memory available when the model was loaded.
     pub fn experts_compact(&self) -> bool {
-        match self.experts {
-            ExpertLayout::Fast => false,
-            ExpertLayout::Auto => self.compact_experts,
-            ExpertLayout::Compact => true,
+        self.goes_compact(self.compact_experts)
+    }
+
+    /// Whether dense weights (attention, dense FFN, LM head) are (to be) kept compact, as
+    /// [`CpuBackend::experts_compact`] resolves it.
+    pub fn dense_compact(&self) -> bool {
+        self.goes_compact(self.compact_dense)
+    }
+
+    fn goes_compact(&self, auto: bool) -> bool {
+        match self.layout {
+            WeightLayout::Fast => false,
+            WeightLayout::Auto => auto,
+            WeightLayout::Compact => true,
         }
     }
 
-    /// A backend keeping expert weights as `layout` says.
-    pub fn with_experts(layout: ExpertLayout) -> CpuBackend {
+    /// A backend keeping weights as `layout` says.
+    pub fn with_layout(layout: WeightLayout) -> CpuBackend {
         CpuBackend {
-            experts: layout,
+            layout,
             ..CpuBackend::default()
         }
+    }
+
+    /// Compact when asked for (`Auto` only where the type has a vectorised compact kernel)
+    /// and the type allows it, else repacked.
+    fn prepare(
+        &self,
+        compact: bool,
+        ty: GgmlType,
+        n: usize,
+        k: usize,
+        bytes: &[u8],
+    ) -> Result<PackedWeight> {
+        let compact =
+            compact && (self.layout == WeightLayout::Compact || PackedWeight::compact_is_fast(ty));
+        if compact {
+            match PackedWeight::compact(ty, n, k, bytes) {
+                Err(lacuna_cpu::Error::UnsupportedType { .. }) => {}
+                other => return Ok(other?),
+            }
+        }
+        Ok(PackedWeight::new(ty, n, k, bytes)?)
     }
 }
 
@@ -93,16 +129,18 @@ impl Backend for CpuBackend {
         k: usize,
         bytes: &[u8],
     ) -> Result<PackedWeight> {
-        Ok(PackedWeight::new(ty, n, k, bytes)?)
+        self.prepare(self.dense_compact(), ty, n, k, bytes)
     }
 
-    fn plan_experts(&mut self, elements: u64, _file_bytes: u64) {
+    fn plan_weights(&mut self, plan: WeightPlan) {
         // Repacked quantized weights take about 8.6 bits each (see lacuna-cpu's `packed`).
-        let repacked = elements.saturating_mul(43) / 40;
-        self.compact_experts = match mem_available() {
-            Some(avail) => repacked > avail / 10 * 9,
-            None => false,
+        let repacked = |elements: u64| elements.saturating_mul(43) / 40;
+        let Some(budget) = mem_available().map(|avail| avail / 10 * 9) else {
+            return;
         };
+        let dense = repacked(plan.dense_elements);
+        self.compact_experts = repacked(plan.expert_elements).saturating_add(dense) > budget;
+        self.compact_dense = plan.expert_bytes.saturating_add(dense) > budget;
     }
 
     fn prepare_expert(
@@ -112,18 +150,7 @@ impl Backend for CpuBackend {
         k: usize,
         bytes: &[u8],
     ) -> Result<PackedWeight> {
-        let compact = match self.experts {
-            ExpertLayout::Fast => false,
-            ExpertLayout::Auto => self.compact_experts && PackedWeight::compact_is_fast(ty),
-            ExpertLayout::Compact => true,
-        };
-        if compact {
-            match PackedWeight::compact(ty, n, k, bytes) {
-                Err(lacuna_cpu::Error::UnsupportedType { .. }) => {}
-                other => return Ok(other?),
-            }
-        }
-        self.prepare_weight(ty, n, k, bytes)
+        self.prepare(self.experts_compact(), ty, n, k, bytes)
     }
 
     fn weight_bytes(&self, w: &PackedWeight) -> usize {

@@ -24,9 +24,9 @@ mod quantize;
 mod weights;
 
 pub use arch::{Arch, RopeStyle};
-pub use backend::Backend;
+pub use backend::{Backend, WeightPlan};
 pub use config::{Config, Gating, MoeConfig};
-pub use cpu::{CpuBackend, ExpertLayout};
+pub use cpu::{CpuBackend, WeightLayout};
 pub use error::{Error, Result};
 pub use model::{DEFAULT_BLOCK, KvCache, Model, PartTimes};
 pub use preset::Preset;

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use lacuna_gguf::{GgufFile, TensorInfo};
 use lacuna_sampler::Pass;
 
-use crate::backend::{AttnShape, Backend, RopeParams};
+use crate::backend::{AttnShape, Backend, RopeParams, WeightPlan};
 use crate::cpu::CpuBackend;
 use crate::weights::{Dense, Ffn, Linear, Loader, Qkv, Weights};
 use crate::{Arch, Config, Error, Result};
@@ -105,6 +105,8 @@ pub struct Model<B: Backend = CpuBackend> {
     times: PartTimes,
     /// Block length of block-causal attention (LLaDA2), `None` = bidirectional.
     attn_block: Option<usize>,
+    /// See [`Model::weight_bytes`].
+    weight_bytes: usize,
 }
 
 impl<B: Backend> std::fmt::Debug for Model<B> {
@@ -128,20 +130,28 @@ impl<B: Backend> Model<B> {
     /// weights on `backend` (the token embedding stays in the file and is read by row).
     pub fn load(file: GgufFile, mut backend: B) -> Result<Self> {
         let config = Config::from_metadata(file.metadata())?;
-        let (elements, bytes) = file
-            .tensors()
-            .iter()
-            .filter(|t| t.name.ends_with("_exps.weight"))
-            .fold((0u64, 0u64), |(e, b), t| {
-                (
-                    e + t.dims.iter().product::<u64>(),
-                    b + file.info_data(t).len() as u64,
-                )
-            });
-        backend.plan_experts(elements, bytes);
+        let mut plan = WeightPlan::default();
+        // Matrices the backend prepares: 2-D and 3-D tensors but the token embedding, which
+        // stays in the file unless it is also the LM head (vectors are norms and biases).
+        let tied = !file.tensors().iter().any(|t| t.name == "output.weight");
+        for t in file.tensors().iter().filter(|t| t.dims.len() >= 2) {
+            let (elements, bytes) = (
+                t.dims.iter().product::<u64>(),
+                file.info_data(t).len() as u64,
+            );
+            if t.name.ends_with("_exps.weight") {
+                plan.expert_elements += elements;
+                plan.expert_bytes += bytes;
+            } else if t.name != "token_embd.weight" || tied {
+                plan.dense_elements += elements;
+                plan.dense_bytes += bytes;
+            }
+        }
+        backend.plan_weights(plan);
         let loader = Loader {
             file: &file,
             backend: &backend,
+            prepared: Default::default(),
         };
         let embd = loader
             .checked("token_embd.weight", &[config.n_embd, config.n_vocab])?
@@ -154,6 +164,7 @@ impl<B: Backend> Model<B> {
             });
         }
         let weights = loader.load(&config)?;
+        let weight_bytes = loader.prepared.get();
         let attn_block = config.arch.block_causal().then_some(DEFAULT_BLOCK);
         Ok(Model {
             file,
@@ -165,7 +176,14 @@ impl<B: Backend> Model<B> {
             cache: KvCache::default(),
             times: PartTimes::default(),
             attn_block,
+            weight_bytes,
         })
+    }
+
+    /// Bytes the backend holds for the model's matrices (repacked or compact), the token
+    /// embedding aside (it is read from the file by row).
+    pub fn weight_bytes(&self) -> usize {
+        self.weight_bytes
     }
 
     /// The block length of block-causal attention, `None` when attention is

@@ -90,6 +90,8 @@ pub(crate) const MATRIX_TYPES: &str = "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q
 pub(crate) struct Loader<'a, B: Backend> {
     pub(crate) file: &'a GgufFile,
     pub(crate) backend: &'a B,
+    /// Bytes the backend holds for the matrices prepared so far.
+    pub(crate) prepared: std::cell::Cell<usize>,
 }
 
 impl<B: Backend> Loader<'_, B> {
@@ -162,9 +164,13 @@ impl<B: Backend> Loader<'_, B> {
         k: usize,
         n: usize,
     ) -> Result<B::Weight> {
-        self.backend
+        let w = self
+            .backend
             .prepare_weight(info.ty, n, k, bytes)
-            .map_err(|e| self.type_error(name, info, e))
+            .map_err(|e| self.type_error(name, info, e))?;
+        self.prepared
+            .set(self.prepared.get() + self.backend.weight_bytes(&w));
+        Ok(w)
     }
 
     /// An unsupported weight type as the typed error naming the tensor.
@@ -186,9 +192,13 @@ impl<B: Backend> Loader<'_, B> {
         let per = data.len() / n_expert;
         let experts = (0..n_expert)
             .map(|e| {
-                self.backend
+                let w = self
+                    .backend
                     .prepare_expert(info.ty, n, k, &data[e * per..(e + 1) * per])
-                    .map_err(|err| self.type_error(name, info, err))
+                    .map_err(|err| self.type_error(name, info, err))?;
+                self.prepared
+                    .set(self.prepared.get() + self.backend.weight_bytes(&w));
+                Ok(w)
             })
             .collect();
         self.file.release(data);

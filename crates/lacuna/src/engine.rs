@@ -18,9 +18,9 @@ use crate::{Error, Result, run};
 pub struct EngineOptions {
     /// Worker threads of the kernels; `None` means one per logical core.
     pub threads: Option<usize>,
-    /// How mixture-of-experts weights are kept (default: compact where this CPU has the
-    /// kernel for their type).
-    pub experts: lacuna_models::ExpertLayout,
+    /// How quantized weights are kept (default: repacked, compact only where the repacked
+    /// copy would not fit in memory and this CPU has the compact kernel for their type).
+    pub weights: lacuna_models::WeightLayout,
 }
 
 /// A model ready to generate: weights on the CPU backend, the tokenizer and chat template
@@ -87,7 +87,7 @@ impl Engine {
             .build()
             .map_err(|source| Error::ThreadPool { threads, source })?;
         // Weight repacking is parallel: run it on the engine's own pool.
-        let backend = CpuBackend::with_experts(options.experts);
+        let backend = CpuBackend::with_layout(options.weights);
         let model = pool.install(|| Model::load(file, backend))?;
         let tokenizer = Tokenizer::from_gguf(model.file())?;
         if tokenizer.n_vocab() != model.vocab_size() {

@@ -21,6 +21,9 @@ LACUNA = os.path.join(ROOT, "target/release/lacuna")
 ORACLES = {
     "avx512-no-amx": os.path.join(ROOT, "tools/llama-oracle/target/release/llama-oracle"),
     "amx": os.path.join(ROOT, "tools/llama-oracle/target-amx/release/llama-oracle"),
+    # AVX2-only builds (tools/llama-oracle/build-avx2.sh): run with --builds avx2 avx2-clang.
+    "avx2": os.path.join(ROOT, "tools/llama-oracle/target-avx2/release/llama-oracle"),
+    "avx2-clang": os.path.join(ROOT, "tools/llama-oracle/target-avx2-clang/release/llama-oracle"),
 }
 SHAPES = {  # model.id prefix -> (arch, d_model, heads, kv_heads, ffn, vocab)
     "llada-8b": ("llada", 4096, 32, 32, 12288, 126464),
@@ -42,11 +45,11 @@ def machine(threads):
     return dict(cpu_model=model, cores=os.cpu_count(), threads=threads, simd=simd, ram_bytes=ram, gpu=None)
 
 
-def run(cmd):
+def run(cmd, env=None):
     """Runs cmd; returns (stdout, peak RSS in bytes of that process, from wait4)."""
     import tempfile
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True)
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, env=env)
         _, status, usage = os.wait4(proc.pid, 0)
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0); err.seek(0)
@@ -83,7 +86,9 @@ def main():
     ap.add_argument("--machine-id", default="xeon-2c-amx")
     ap.add_argument("--tag", required=True, help="suffix of the result file names")
     ap.add_argument("--skip-llama", action="store_true")
-    ap.add_argument("--builds", nargs="+", default=list(ORACLES), help="llama.cpp builds to run")
+    ap.add_argument("--builds", nargs="+", default=["avx512-no-amx", "amx"], help="llama.cpp builds to run")
+    ap.add_argument("--lacuna-path", help="LACUNA_CPU_PATH for lacuna (e.g. avx2, standing in for an "
+                    "AVX2-only machine); also suffixed to the lacuna result's name")
     ap.add_argument("--llama-model", help="the file llama.cpp runs instead of --model (LLaDA2: its "
                     "bailingmoe2 twin, the same weights under an architecture llama.cpp has)")
     ap.add_argument("--weights", help="lacuna's --weights (MoE experts: auto, compact, fast); "
@@ -126,7 +131,8 @@ def main():
                                 forward_tokens_per_s=t / (med / 1000), generated_tokens_per_s=None, startup_s=None,
                                 peak_rss_bytes=max(r["peak"] for r in rs)),
                    notes=notes)
-        who = ("lacuna" + (f"-{a.weights}" if a.weights else "")) if engine == "lacuna" else f"llama-{build}"
+        who = ("lacuna" + (f"-{a.weights}" if a.weights else "") + (f"-{a.lacuna_path}" if a.lacuna_path else "")
+               if engine == "lacuna" else f"llama-{build}")
         name = os.path.join(outdir, f"{a.model_id}-T{t}-{who}-t{th}-{a.tag}.json")
         with open(name, "w") as f:
             json.dump(res, f, indent=2)
@@ -144,9 +150,12 @@ def measure(a, engine, build, t, th):
     else:
         cmd = [ORACLES[build], "bench", "--model", a.llama_model or a.model, "--seq-len", str(t),
                "--threads", str(th), "--runs", str(a.runs), "--json"]
-    out, peak = run(cmd)
+    out, peak = run(cmd, env=dict(os.environ, LACUNA_CPU_PATH=a.lacuna_path)
+                    if engine == "lacuna" and a.lacuna_path else None)
     r = json.loads(out)
     shown = " ".join(os.path.relpath(c, ROOT) if c.startswith(ROOT) else c for c in cmd)
+    if engine == "lacuna" and a.lacuna_path:
+        shown = f"LACUNA_CPU_PATH={a.lacuna_path} {shown}"
     if engine == "lacuna":
         med, mn, mx = r["ms_per_forward_median"], r["ms_per_forward_min"], r["ms_per_forward_max"]
         eng = dict(name="lacuna", version="0.1.0", build=r["backend"])
@@ -155,6 +164,8 @@ def measure(a, engine, build, t, th):
         notes = f"{shown}. Mean split per pass (first round): {parts}."
         if r.get("experts"):
             notes += f" Experts {r['experts']}."
+        if r.get("dense_weights"):
+            notes += f" Dense weights {r['dense_weights']}, {r.get('weight_bytes', 0) / 1e9:.2f} GB held."
     else:
         med, mn, mx = r["median"], r["min"], r["max"]
         eng = dict(name="llama.cpp", version=r["llama_cpp_version"], build=r["build_flavour"])

@@ -60,6 +60,8 @@ def main():
     ap.add_argument("--paths", nargs="+", default=["amx", "avx512vnni"])
     ap.add_argument("--types", nargs="+", default=["q4_K", "q6_K"])
     ap.add_argument("--shape", nargs=3, type=int, default=[4096, 4096, 160], metavar=("N", "K", "T"))
+    ap.add_argument("--shapes", nargs="+", metavar="NxKxT",
+                    help="several shapes instead of --shape, e.g. 4096x4096x160 126464x4096x160")
     ap.add_argument("--threads", nargs="+", type=int, default=[1, 2])
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--rounds", type=int, default=4)
@@ -68,30 +70,35 @@ def main():
     a = ap.parse_args()
     if a.attention:
         return attention(a)
-    n, k, t = a.shape
+    shapes = [tuple(int(v) for v in s.split("x")) for s in a.shapes] if a.shapes else [tuple(a.shape)]
     runs = {}
     for _ in range(a.rounds):
-        for path in a.paths:
-            for ty in a.types:
-                for th in a.threads:
-                    env = dict(os.environ, PROBE_THREADS=str(th))
-                    out = subprocess.run([PROBE, path, ty, str(n), str(k), str(t), str(a.iters)],
-                                         env=env, capture_output=True, text=True, check=True).stdout
-                    m = LINE.search(out)
-                    runs.setdefault((path, ty, th), []).append(tuple(float(x) for x in m.groups()))
+        for (n, k, t) in shapes:
+            for path in a.paths:
+                for ty in a.types:
+                    for th in a.threads:
+                        env = dict(os.environ, PROBE_THREADS=str(th))
+                        # Big matmuls get fewer iterations: about 2 s each at 100 GOP/s.
+                        iters = max(2, min(a.iters, int(2e11 / (2 * n * k * t))))
+                        out = subprocess.run([PROBE, path, ty, str(n), str(k), str(t), str(iters)],
+                                             env=env, capture_output=True, text=True, check=True).stdout
+                        m = LINE.search(out)
+                        runs.setdefault((n, k, t, path, ty, th), []).append(
+                            (iters,) + tuple(float(x) for x in m.groups()))
     cases = []
-    for (path, ty, th), rs in runs.items():
-        best = max(r[0] for r in rs)
-        peak = max(r[2] for r in rs)
+    for (n, k, t, path, ty, th), rs in runs.items():
+        best = max(r[1] for r in rs)
+        peak = max(r[3] for r in rs)
         cases.append(dict(path=path, type=ty, n=n, k=k, t=t, threads=th,
-                          iterations=a.iters * len(rs), gops_best=best,
-                          gops_median_of_rounds=statistics.median(r[1] for r in rs),
+                          iterations=sum(r[0] for r in rs), gops_best=best,
+                          gops_median_of_rounds=statistics.median(r[2] for r in rs),
                           peak_gops_best=peak,
                           # per thread: the peak is one core's
                           best_over_peak_best=round(best / (th * peak), 4)))
     for c in cases:
         if c["threads"] > 1:
-            one = next(x for x in cases if (x["path"], x["type"], x["threads"]) == (c["path"], c["type"], 1))
+            one = next(x for x in cases if (x["n"], x["k"], x["t"], x["path"], x["type"], x["threads"])
+                       == (c["n"], c["k"], c["t"], c["path"], c["type"], 1))
             c["scaling_best_over_1_thread_best"] = round(c["gops_best"] / one["gops_best"], 3)
     doc = dict(kind="lacuna.gemm-probe.raw.v0",
                note="Best-of GEMM timings from gemm_probe over interleaved rounds; 1 thread on the "

@@ -47,13 +47,22 @@ fn workload_label(r: &BenchResult) -> String {
     }
 }
 
-/// Whether the run kept AMX off on a machine that has it (a Lacuna path forced below AMX, a
-/// llama.cpp build without it). Such runs get rows of their own, compared only with each
-/// other: they stand for the many AVX-512 machines without AMX.
-fn amx_off(r: &BenchResult) -> bool {
-    let has_amx = r.machine.simd.iter().any(|f| f.starts_with("amx"));
+/// The instruction tier a run kept to below what its machine has, as the suffix of its
+/// workload label ("" when it used the machine's best): AVX2 only (a Lacuna path forced to
+/// AVX2, a llama.cpp build with AVX2 kernels only) on an AVX-512 machine, or AMX off (a
+/// Lacuna path forced below AMX, a llama.cpp build without it) on an AMX machine. Such runs
+/// get rows of their own, compared only with each other: they stand for the many machines
+/// of that tier.
+fn tier(r: &BenchResult) -> &'static str {
+    let has = |flag: &str| r.machine.simd.iter().any(|f| f.starts_with(flag));
     let build = r.engine.build.as_str();
-    has_amx && (build.contains("no-amx") || !build.contains("amx"))
+    if has("avx512") && (build == "cpu-avx2" || build.starts_with("avx2")) {
+        ", AVX2 only (AVX-512 and AMX off)"
+    } else if has("amx") && (build.contains("no-amx") || !build.contains("amx")) {
+        ", AMX off (AVX-512 kernels)"
+    } else {
+        ""
+    }
 }
 
 fn model_label(r: &BenchResult) -> String {
@@ -133,14 +142,14 @@ pub(crate) fn render(results: &[Loaded]) -> String {
         );
         out.push_str("| model | workload | Lacuna ms/step | llama.cpp ms/step (best threads) | speed-up | result files |\n");
         out.push_str("|---|---|---|---|---|---|\n");
-        let mut rows: BTreeMap<(String, WorkloadKind, String, bool), Vec<&Loaded>> =
+        let mut rows: BTreeMap<(String, WorkloadKind, String, &'static str), Vec<&Loaded>> =
             BTreeMap::new();
         for l in runs {
             let key = (
                 l.result.model.id.clone(),
                 l.result.workload.kind,
                 workload_label(&l.result),
-                amx_off(&l.result),
+                tier(&l.result),
             );
             rows.entry(key).or_default().push(l);
         }
@@ -172,7 +181,7 @@ pub(crate) fn render(results: &[Loaded]) -> String {
                 row.extend(llama);
             }
         }
-        for ((_, _, workload, off), row) in rows.iter_mut() {
+        for ((_, _, workload, tier), row) in rows.iter_mut() {
             row.sort_by(|a, b| a.path.cmp(&b.path));
             let lacuna = best(row, "lacuna");
             let llama = best(row, "llama.cpp");
@@ -199,11 +208,7 @@ pub(crate) fn render(results: &[Loaded]) -> String {
                 out,
                 "| {} | {} | {} | {} | {} | {} |",
                 model_label(&row[0].result),
-                if *off {
-                    format!("{workload}, AMX off (AVX-512 kernels)")
-                } else {
-                    workload.clone()
-                },
+                format!("{workload}{tier}"),
                 cell(lacuna),
                 cell(llama),
                 ratio,
@@ -211,7 +216,7 @@ pub(crate) fn render(results: &[Loaded]) -> String {
             );
         }
     }
-    out.push_str("\nSpeed-up = llama.cpp's best median ÷ Lacuna's best median on the same machine, model and workload (above 1 means Lacuna is faster). Rows marked \"AMX off\" compare runs with AMX unused on an AMX machine (Lacuna forced to its AVX-512 kernels, llama.cpp built without AMX), standing in for AVX-512 machines without AMX. llama.cpp has no K/V cache for these models: in a generate row with a cache its uncached run of the same workload is the comparison, and generate speed-ups at equal steps are end-to-end speed-ups.\n");
+    out.push_str("\nSpeed-up = llama.cpp's best median ÷ Lacuna's best median on the same machine, model and workload (above 1 means Lacuna is faster). Rows marked \"AMX off\" compare runs with AMX unused on an AMX machine (Lacuna forced to its AVX-512 kernels, llama.cpp built without AMX), standing in for AVX-512 machines without AMX; rows marked \"AVX2 only\" compare Lacuna forced to its AVX2 kernels (`LACUNA_CPU_PATH=avx2`) with llama.cpp built with AVX2 kernels only (GCC and clang), standing in for AVX2-only machines (AMD Zen 2/3, Intel before VNNI), whose cache and memory differ from this one. llama.cpp has no K/V cache for these models: in a generate row with a cache its uncached run of the same workload is the comparison, and generate speed-ups at equal steps are end-to-end speed-ups.\n");
     out
 }
 

@@ -180,6 +180,18 @@ fn amx_off_runs_get_their_own_row() {
             "llama-avx512.json",
             with(sample("llama.cpp", 2, 1800.0), "avx512-no-amx"),
         ),
+        (
+            "lacuna-avx2.json",
+            with(sample("lacuna", 2, 900.0), "cpu-avx2"),
+        ),
+        (
+            "llama-avx2.json",
+            with(sample("llama.cpp", 2, 2000.0), "avx2"),
+        ),
+        (
+            "llama-avx2-clang.json",
+            with(sample("llama.cpp", 2, 1800.0), "avx2-clang"),
+        ),
     ]);
     render_readme(dir.path()).unwrap();
     let text = readme(dir.path());
@@ -189,6 +201,8 @@ fn amx_off_runs_get_their_own_row() {
         "{text}"
     );
     assert!(text.contains("| forward, T=160, AMX off (AVX-512 kernels) | 600.0 (2 thr, cpu-avx512vnni) | 1800.0 (2 thr, avx512-no-amx) | 3.00× |"), "{text}");
+    // AVX2 against the better AVX2 build (1800 / 900).
+    assert!(text.contains("| forward, T=160, AVX2 only (AVX-512 and AMX off) | 900.0 (2 thr, cpu-avx2) | 1800.0 (2 thr, avx2-clang) | 2.00× |"), "{text}");
 }
 
 #[test]

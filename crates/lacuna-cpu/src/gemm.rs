@@ -95,15 +95,12 @@ pub fn matmul_on(
     }
     #[cfg(target_arch = "aarch64")]
     if matches!(path, Path::Neon | Path::NeonDot | Path::NeonI8mm)
-        && matches!(w.inner, Inner::Quant(_))
+        && (matches!(w.inner, Inner::Quant(_))
+            || matches!(w.inner, Inner::Compact(_)) && t >= crate::compact::PANEL_TOKENS)
     {
         ws.acts.prepare_signed(t, k);
     }
-    let out = Out {
-        ptr: y.as_mut_ptr(),
-        n,
-        t,
-    };
+    let out = Out::new(y.as_mut_ptr(), n, t);
     let acts = &ws.acts;
     match &w.inner {
         Inner::Quant(q) => {
@@ -148,11 +145,7 @@ pub(crate) fn float_serial(
     y: &mut [f32],
 ) {
     assert!(x.len() >= t * w.k && y.len() >= t * n && n <= w.panels * PANEL && path.is_available());
-    let out = Out {
-        ptr: y.as_mut_ptr(),
-        n,
-        t,
-    };
+    let out = Out::new(y.as_mut_ptr(), n, t);
     let kernel = float_kernel(path, false);
     for p0 in (0..n.div_ceil(PANEL)).step_by(2) {
         let np = (n.div_ceil(PANEL) - p0).min(2);
@@ -196,7 +189,9 @@ pub(crate) type QuantKernel = unsafe fn(&QuantPacked, &Acts, usize, usize, Out);
 /// float offsets of Q2_K/Q4_1/Q5_1 after their integer part); see [`float_kernel`].
 pub(crate) type FloatKernel = unsafe fn(&FloatPacked, &[f32], usize, usize, Out);
 
-fn quant_kernel(path: Path) -> QuantKernel {
+/// The quantized kernel of `path` (AMX's takes tile-prepared activations: callers without
+/// them pass [`Path::Avx512Vnni`] instead).
+pub(crate) fn quant_kernel(path: Path) -> QuantKernel {
     match path {
         #[cfg(target_arch = "x86_64")]
         Path::Amx => x86::amx::quant_panels,
@@ -240,10 +235,12 @@ fn float_kernel(path: Path, accumulate: bool) -> FloatKernel {
 #[derive(Clone, Copy)]
 pub(crate) struct Out {
     ptr: *mut f32,
-    /// Columns (row stride).
+    /// Row stride.
     pub(crate) n: usize,
     /// Rows (tokens).
     pub(crate) t: usize,
+    /// Columns from `ptr` on (`n` but for [`Out::panel`]'s views).
+    cols: usize,
 }
 
 // SAFETY: `Out` is only a pointer into the caller's `y`, which outlives the parallel loop
@@ -253,9 +250,28 @@ unsafe impl Send for Out {}
 unsafe impl Sync for Out {}
 
 impl Out {
+    /// The whole output `y[t][n]` at `ptr`.
+    pub(crate) fn new(ptr: *mut f32, n: usize, t: usize) -> Out {
+        Out { ptr, n, t, cols: n }
+    }
+
     /// Columns of panel `p` that exist (1..=16).
     pub(crate) fn valid(self, p: usize) -> usize {
-        (self.n - p * PANEL).min(PANEL)
+        (self.cols - p * PANEL).min(PANEL)
+    }
+
+    /// Panel `p` alone, as panel 0 of a view (for a kernel run over a one-panel weight).
+    ///
+    /// # Safety
+    /// Panel `p` exists.
+    pub(crate) unsafe fn panel(self, p: usize) -> Out {
+        Out {
+            // SAFETY: column p * 16 is inside row 0 (the caller's contract).
+            ptr: unsafe { self.ptr.add(p * PANEL) },
+            n: self.n,
+            t: self.t,
+            cols: self.valid(p),
+        }
     }
 
     /// Pointer to `y[t][p * 16]`.

@@ -209,7 +209,6 @@ fn pack_quant(kind: QuantKind, n: usize, k: usize, bytes: &[u8], row_bytes: usiz
     let block = kind.block();
     let nblk = k / block;
     let nsub = block / kind.sub();
-    let bsize = kind.ty().type_size();
     let mut p = QuantPacked {
         kind,
         k,
@@ -237,7 +236,7 @@ fn pack_quant(kind: QuantKind, n: usize, k: usize, bytes: &[u8], row_bytes: usiz
     // Float offsets per `group` weights, `[panel][k / group][16]`: the float GEMM's layout,
     // filled in the same pass as the integer weights.
     let group = kind.affine_group();
-    let (kg, per_block) = group.map_or((0, 0), |g| (k / g, block / g));
+    let kg = group.map_or(0, |g| k / g);
     let mut aff = vec![0.0f32; panels * PANEL * kg];
     let affs = chunks_or_empty(&mut aff, PANEL * kg, panels).into_par_iter();
     let qs = p.qs.par_chunks_mut(PANEL * k);
@@ -254,38 +253,18 @@ fn pack_quant(kind: QuantKind, n: usize, k: usize, bytes: &[u8], row_bytes: usiz
         .zip(affs)
         .enumerate()
         .for_each(|(pi, ((((((qs, sc), corr), mins), d), dmin), aff))| {
-            for r in 0..PANEL.min(n - pi * PANEL) {
-                let row = &bytes[(pi * PANEL + r) * row_bytes..][..row_bytes];
-                for (b, raw) in row.chunks_exact(bsize).enumerate() {
-                    let dec = decode(kind, raw);
-                    let mut bias = 0i32;
-                    for i in 0..block {
-                        let kk = b * block + i;
-                        qs[((kk / 4) * PANEL + r) * 4 + kk % 4] = dec.q[i];
-                    }
-                    for s in 0..nsub {
-                        let wsum: i32 = dec.q[s * kind.sub()..][..kind.sub()]
-                            .iter()
-                            .map(|&q| i32::from(q))
-                            .sum();
-                        bias += dec.sc[s] * wsum;
-                        if kind.has_scales() {
-                            sc[(b * nsub + s) * PANEL + r] = dec.sc[s];
-                        }
-                    }
-                    corr[b * PANEL + r] = 128 * bias;
-                    d[b * PANEL + r] = dec.d;
-                    if kind.has_mins() {
-                        for j in 0..8 {
-                            mins[((b * 4 + j / 2) * PANEL + r) * 2 + j % 2] = dec.mins[j];
-                        }
-                        dmin[b * PANEL + r] = dec.dmin;
-                    }
-                    for j in 0..per_block {
-                        aff[(b * per_block + j) * PANEL + r] = dec.aff[j];
-                    }
-                }
-            }
+            let rows = PANEL.min(n - pi * PANEL);
+            let src = &bytes[pi * PANEL * row_bytes..][..rows * row_bytes];
+            let dst = PanelMut {
+                qs,
+                sc,
+                corr,
+                mins,
+                d,
+                dmin,
+                aff,
+            };
+            fill_panel(kind, k, src, row_bytes, dst);
         });
     if group.is_some() {
         p.affine = Some(FloatPacked {
@@ -296,6 +275,97 @@ fn pack_quant(kind: QuantKind, n: usize, k: usize, bytes: &[u8], row_bytes: usiz
         });
     }
     p
+}
+
+/// One panel's slices of every [`QuantPacked`] array (`aff`: its float offsets).
+struct PanelMut<'a> {
+    qs: &'a mut [i8],
+    sc: &'a mut [i32],
+    corr: &'a mut [i32],
+    mins: &'a mut [i16],
+    d: &'a mut [f32],
+    dmin: &'a mut [f32],
+    aff: &'a mut [f32],
+}
+
+/// Decodes the rows in `src` (up to 16 of `row_bytes` each, `k` elements) into one panel.
+/// Rows past those in `src` keep what the buffers hold.
+fn fill_panel(kind: QuantKind, k: usize, src: &[u8], row_bytes: usize, p: PanelMut<'_>) {
+    let block = kind.block();
+    let nsub = block / kind.sub();
+    let bsize = kind.ty().type_size();
+    let per_block = kind.affine_group().map_or(0, |g| block / g);
+    debug_assert!(src.len() <= PANEL * row_bytes && p.qs.len() == PANEL * k);
+    for (r, row) in src.chunks_exact(row_bytes).enumerate() {
+        for (b, raw) in row.chunks_exact(bsize).enumerate() {
+            let dec = decode(kind, raw);
+            let mut bias = 0i32;
+            for i in 0..block {
+                let kk = b * block + i;
+                p.qs[((kk / 4) * PANEL + r) * 4 + kk % 4] = dec.q[i];
+            }
+            for s in 0..nsub {
+                let wsum: i32 = dec.q[s * kind.sub()..][..kind.sub()]
+                    .iter()
+                    .map(|&q| i32::from(q))
+                    .sum();
+                bias += dec.sc[s] * wsum;
+                if kind.has_scales() {
+                    p.sc[(b * nsub + s) * PANEL + r] = dec.sc[s];
+                }
+            }
+            p.corr[b * PANEL + r] = 128 * bias;
+            p.d[b * PANEL + r] = dec.d;
+            if kind.has_mins() {
+                for j in 0..8 {
+                    p.mins[((b * 4 + j / 2) * PANEL + r) * 2 + j % 2] = dec.mins[j];
+                }
+                p.dmin[b * PANEL + r] = dec.dmin;
+            }
+            for j in 0..per_block {
+                p.aff[(b * per_block + j) * PANEL + r] = dec.aff[j];
+            }
+        }
+    }
+}
+
+impl QuantPacked {
+    /// A one-panel buffer for `kind` weights of `k` columns (no float offsets), to be
+    /// filled panel after panel by [`QuantPacked::refill`]: the compact layout's scratch
+    /// for matmuls over many tokens.
+    pub(crate) fn one_panel(kind: QuantKind, k: usize) -> QuantPacked {
+        debug_assert!(kind.affine_group().is_none());
+        let nblk = k / kind.block();
+        let nsub = kind.block() / kind.sub();
+        let if_has = |yes: bool, len: usize| if yes { len } else { 0 };
+        QuantPacked {
+            kind,
+            k,
+            panels: 1,
+            qs: vec![0; PANEL * k],
+            scales: vec![0; if_has(kind.has_scales(), PANEL * nblk * nsub)],
+            corr: vec![0; PANEL * nblk],
+            mins: vec![0; if_has(kind.has_mins(), PANEL * nblk * 8)],
+            d: vec![0.0; PANEL * nblk],
+            dmin: vec![0.0; if_has(kind.has_mins(), PANEL * nblk)],
+            affine: None,
+        }
+    }
+
+    /// Decodes up to 16 rows (`src`, ggml's bytes, `row_bytes` each) into this one-panel
+    /// buffer; rows past them keep stale values, which the kernels compute but never store.
+    pub(crate) fn refill(&mut self, src: &[u8], row_bytes: usize) {
+        let dst = PanelMut {
+            qs: &mut self.qs,
+            sc: &mut self.scales,
+            corr: &mut self.corr,
+            mins: &mut self.mins,
+            d: &mut self.d,
+            dmin: &mut self.dmin,
+            aff: &mut [],
+        };
+        fill_panel(self.kind, self.k, src, row_bytes, dst);
+    }
 }
 
 /// `panels` mutable chunks of `v`, or `panels` empty slices when `v` is empty.

@@ -206,9 +206,8 @@ pub(crate) fn render(results: &[Loaded]) -> String {
                 .collect();
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {} | {} | {} |",
+                "| {} | {workload}{tier} | {} | {} | {} | {} |",
                 model_label(&row[0].result),
-                format!("{workload}{tier}"),
                 cell(lacuna),
                 cell(llama),
                 ratio,

@@ -53,6 +53,11 @@ fn quantize_q8k(x: &[f32], q: &mut [u8], sums32: &mut [i16]) -> f32 {
         // (asserted inside).
         return unsafe { q8k_x86::quantize_q8k_block(x, q, sums32) };
     }
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: as above.
+        return unsafe { q8k_x86::quantize_q8k_block_avx2(x, q, sums32) };
+    }
     quantize_q8k_block(x, q, sums32)
 }
 

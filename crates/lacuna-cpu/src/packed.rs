@@ -300,9 +300,10 @@ fn fill_panel(kind: QuantKind, k: usize, src: &[u8], row_bytes: usize, p: PanelM
         for (b, raw) in row.chunks_exact(bsize).enumerate() {
             let dec = decode(kind, raw);
             let mut bias = 0i32;
-            for i in 0..block {
-                let kk = b * block + i;
-                p.qs[((kk / 4) * PANEL + r) * 4 + kk % 4] = dec.q[i];
+            // Weights kk..kk + 4 of row r are 4 adjacent bytes of line kk / 4.
+            for (g, four) in dec.q[..block].chunks_exact(4).enumerate() {
+                let at = ((b * block / 4 + g) * PANEL + r) * 4;
+                p.qs[at..at + 4].copy_from_slice(four);
             }
             for s in 0..nsub {
                 let wsum: i32 = dec.q[s * kind.sub()..][..kind.sub()]

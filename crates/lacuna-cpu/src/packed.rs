@@ -301,9 +301,9 @@ fn fill_panel(kind: QuantKind, k: usize, src: &[u8], row_bytes: usize, p: PanelM
             let dec = decode(kind, raw);
             let mut bias = 0i32;
             // Weights kk..kk + 4 of row r are 4 adjacent bytes of line kk / 4.
-            for (g, four) in dec.q[..block].chunks_exact(4).enumerate() {
-                let at = ((b * block / 4 + g) * PANEL + r) * 4;
-                p.qs[at..at + 4].copy_from_slice(four);
+            let lines = p.qs[b * block * PANEL..][..block * PANEL].chunks_exact_mut(4 * PANEL);
+            for (line, four) in lines.zip(dec.q[..block].chunks_exact(4)) {
+                line[4 * r..4 * r + 4].copy_from_slice(four);
             }
             for s in 0..nsub {
                 let wsum: i32 = dec.q[s * kind.sub()..][..kind.sub()]

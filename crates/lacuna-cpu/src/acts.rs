@@ -132,9 +132,10 @@ pub(crate) struct Acts {
     /// Token rows of `tiles` (a multiple of the AMX token step), 0 when not prepared.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(crate) tpad: usize,
-    /// The quants unbiased again, `[t][k]` signed (`u8 - 128`), for the aarch64 kernels'
-    /// signed dot products. Filled by [`Acts::prepare_signed`] only.
-    pub(crate) signed: Vec<i8>,
+    /// The quants unbiased again, `[t][k]` two's-complement bytes (`u8 ^ 0x80`), for the
+    /// kernels with signed activations (aarch64, compact). Filled by
+    /// [`Acts::prepare_signed`] only.
+    pub(crate) signed: Vec<u8>,
 }
 
 impl Acts {
@@ -237,7 +238,6 @@ impl Acts {
 
 impl Acts {
     /// Fills `signed` from `q` (prepared for `t` rows of `k`).
-    #[cfg_attr(not(target_arch = "aarch64"), allow(dead_code))]
     pub(crate) fn prepare_signed(&mut self, t: usize, k: usize) {
         resize(&mut self.signed, t * k);
         self.signed[..t * k]
@@ -245,7 +245,7 @@ impl Acts {
             .zip(self.q[..t * k].par_chunks(4096))
             .for_each(|(s, q)| {
                 for (o, &u) in s.iter_mut().zip(q) {
-                    *o = (u ^ 0x80) as i8;
+                    *o = u ^ 0x80;
                 }
             });
     }

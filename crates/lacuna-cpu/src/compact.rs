@@ -75,19 +75,26 @@ fn x86_f16c() -> bool {
 /// the repacked layout costs less than the decode-per-use kernels' slower dot products.
 pub(crate) const PANEL_TOKENS: usize = 128;
 
+/// Whether [`matmul`] over `t` tokens reads the activations' signed copy
+/// ([`Acts::prepare_signed`]): the eight-row kernels do, and the aarch64 GEMM kernels that
+/// [`by_panels`] runs.
+pub(crate) fn reads_signed(path: Path, w: &CompactQuant, t: usize) -> bool {
+    if t >= PANEL_TOKENS {
+        path.is_aarch64()
+    } else {
+        rows8_kernel(w.kind, path).is_some()
+    }
+}
+
 /// `out = acts . w^T` for every token (`acts` prepared for `w`'s activation kind, with the
-/// signed copy on the aarch64 paths when `out.t >= PANEL_TOKENS`).
+/// signed copy where [`reads_signed`] says).
 pub(crate) fn matmul(path: Path, w: &CompactQuant, acts: &Acts, n: usize, out: Out) {
     if out.t >= PANEL_TOKENS {
         return by_panels(path, w, acts, n, out);
     }
     let rows8 = rows8_kernel(w.kind, path);
     let panels = n.div_ceil(PANEL);
-    // The activations as signed bytes, once per matmul (the kernels read them directly).
-    let signed: Vec<u8> = match rows8 {
-        Some(_) => acts.q[..out.t * w.k].iter().map(|&u| u ^ 0x80).collect(),
-        None => Vec::new(),
-    };
+    let signed = &acts.signed[..if rows8.is_some() { out.t * w.k } else { 0 }];
     (0..panels).into_par_iter().for_each_init(
         || (vec![0.0f32; out.t * 8], vec![0i32; out.t * 16]),
         |(acc, ints), p| {
@@ -99,7 +106,7 @@ pub(crate) fn matmul(path: Path, w: &CompactQuant, acts: &Acts, n: usize, out: O
                     // SAFETY: the path's features are available (the caller checked the
                     // path); rows p*16 + 8g .. +8 exist; `acc` holds 8 per token and `ints`
                     // 16.
-                    unsafe { k8(w, p * PANEL + 8 * g, acts, &signed, acc, ints) };
+                    unsafe { k8(w, p * PANEL + 8 * g, acts, signed, acc, ints) };
                     for t in 0..out.t {
                         // SAFETY: t < out.t, panel p is this task's, 8g + 8 <= valid(p).
                         unsafe {

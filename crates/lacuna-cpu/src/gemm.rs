@@ -93,11 +93,12 @@ pub fn matmul_on(
         ws.acts.prepare_tiles(t, k, x86::amx::TOKEN_STEP);
         per_task = x86::amx::TASK_PANELS;
     }
-    #[cfg(target_arch = "aarch64")]
-    if matches!(path, Path::Neon | Path::NeonDot | Path::NeonI8mm)
-        && (matches!(w.inner, Inner::Quant(_))
-            || matches!(w.inner, Inner::Compact(_)) && t >= crate::compact::PANEL_TOKENS)
-    {
+    let signed = match &w.inner {
+        Inner::Quant(_) => path.is_aarch64(),
+        Inner::Compact(c) => crate::compact::reads_signed(path, c, t),
+        Inner::Float(_) => false,
+    };
+    if signed {
         ws.acts.prepare_signed(t, k);
     }
     let out = Out::new(y.as_mut_ptr(), n, t);

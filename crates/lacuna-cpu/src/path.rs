@@ -45,6 +45,11 @@ impl Path {
         Path::NeonI8mm,
     ];
 
+    /// Whether this is one of the aarch64 paths.
+    pub(crate) fn is_aarch64(self) -> bool {
+        matches!(self, Path::Neon | Path::NeonDot | Path::NeonI8mm)
+    }
+
     /// The paths of the architecture this binary was built for, slowest first (scalar
     /// included): the ones worth reporting as present or missing.
     pub fn of_this_arch() -> Vec<Path> {

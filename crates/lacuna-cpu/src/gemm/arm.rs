@@ -296,7 +296,7 @@ unsafe fn tile<
     debug_assert!(p < w.panels && t0 + T <= out.t);
     debug_assert!(a.signed.len() >= (t0 + T) * k && a.d.len() >= (t0 + T) * nblk);
     let qs = w.qs[p * PANEL * k..].as_ptr();
-    let x: [*const i8; T] = std::array::from_fn(|t| a.signed[(t0 + t) * k..].as_ptr());
+    let x: [*const i8; T] = std::array::from_fn(|t| a.signed[(t0 + t) * k..].as_ptr().cast::<i8>());
     // SAFETY: NEON and the engine's features are enabled in every caller of this inlined
     // body; every index below is inside the panel's blocks and the tile's token rows.
     unsafe {

@@ -209,30 +209,7 @@ fn pack_quant(kind: QuantKind, n: usize, k: usize, bytes: &[u8], row_bytes: usiz
     let block = kind.block();
     let nblk = k / block;
     let nsub = block / kind.sub();
-    let mut p = QuantPacked {
-        kind,
-        k,
-        panels,
-        qs: vec![0; panels * PANEL * k],
-        scales: if kind.has_scales() {
-            vec![0; panels * PANEL * nblk * nsub]
-        } else {
-            Vec::new()
-        },
-        corr: vec![0; panels * PANEL * nblk],
-        mins: if kind.has_mins() {
-            vec![0; panels * PANEL * nblk * 8]
-        } else {
-            Vec::new()
-        },
-        d: vec![0.0; panels * PANEL * nblk],
-        dmin: if kind.has_mins() {
-            vec![0.0; panels * PANEL * nblk]
-        } else {
-            Vec::new()
-        },
-        affine: None,
-    };
+    let mut p = QuantPacked::zeroed(kind, k, panels);
     // Float offsets per `group` weights, `[panel][k / group][16]`: the float GEMM's layout,
     // filled in the same pass as the integer weights.
     let group = kind.affine_group();
@@ -331,26 +308,33 @@ fn fill_panel(kind: QuantKind, k: usize, src: &[u8], row_bytes: usize, p: PanelM
 }
 
 impl QuantPacked {
+    /// `panels` zeroed panels of `kind` weights of `k` columns (arrays the type lacks
+    /// empty, no float offsets yet).
+    fn zeroed(kind: QuantKind, k: usize, panels: usize) -> QuantPacked {
+        let nblk = k / kind.block();
+        let nsub = kind.block() / kind.sub();
+        let blocks = panels * PANEL * nblk;
+        let if_has = |yes: bool, len: usize| if yes { len } else { 0 };
+        QuantPacked {
+            kind,
+            k,
+            panels,
+            qs: vec![0; panels * PANEL * k],
+            scales: vec![0; if_has(kind.has_scales(), blocks * nsub)],
+            corr: vec![0; blocks],
+            mins: vec![0; if_has(kind.has_mins(), blocks * 8)],
+            d: vec![0.0; blocks],
+            dmin: vec![0.0; if_has(kind.has_mins(), blocks)],
+            affine: None,
+        }
+    }
+
     /// A one-panel buffer for `kind` weights of `k` columns (no float offsets), to be
     /// filled panel after panel by [`QuantPacked::refill`]: the compact layout's scratch
     /// for matmuls over many tokens.
     pub(crate) fn one_panel(kind: QuantKind, k: usize) -> QuantPacked {
         debug_assert!(kind.affine_group().is_none());
-        let nblk = k / kind.block();
-        let nsub = kind.block() / kind.sub();
-        let if_has = |yes: bool, len: usize| if yes { len } else { 0 };
-        QuantPacked {
-            kind,
-            k,
-            panels: 1,
-            qs: vec![0; PANEL * k],
-            scales: vec![0; if_has(kind.has_scales(), PANEL * nblk * nsub)],
-            corr: vec![0; PANEL * nblk],
-            mins: vec![0; if_has(kind.has_mins(), PANEL * nblk * 8)],
-            d: vec![0.0; PANEL * nblk],
-            dmin: vec![0.0; if_has(kind.has_mins(), PANEL * nblk)],
-            affine: None,
-        }
+        QuantPacked::zeroed(kind, k, 1)
     }
 
     /// Decodes up to 16 rows (`src`, ggml's bytes, `row_bytes` each) into this one-panel

@@ -5,6 +5,16 @@
 
 use std::arch::x86_64::*;
 
+/// The scalar code's `-127 / max`, `max` the first element of largest magnitude (strict
+/// `>`), given that magnitude `amax` (non-zero).
+fn iscale(x: &[f32], amax: f32) -> f32 {
+    let first = x
+        .iter()
+        .position(|e| e.abs() == amax)
+        .expect("the maximum is one of the elements");
+    -127.0f32 / x[first]
+}
+
 /// Quantizes one 256-element block like [`super::quantize_q8k_block`].
 ///
 /// # Safety
@@ -24,12 +34,7 @@ pub(crate) unsafe fn quantize_q8k_block(x: &[f32], q: &mut [u8], sums32: &mut [i
         sums32.fill(0);
         return 0.0;
     }
-    // The scalar code keeps the first element of largest magnitude (strict `>`).
-    let first = x
-        .iter()
-        .position(|e| e.abs() == amax)
-        .expect("the maximum is one of the elements");
-    let iscale = -127.0f32 / x[first];
+    let iscale = iscale(x, amax);
     let vs = _mm512_set1_ps(iscale);
     let c127 = _mm512_set1_ps(127.0);
     let bias = _mm512_set1_epi32(128);
@@ -78,12 +83,7 @@ pub(crate) unsafe fn quantize_q8k_block_avx2(x: &[f32], q: &mut [u8], sums32: &m
         sums32.fill(0);
         return 0.0;
     }
-    // The scalar code keeps the first element of largest magnitude (strict `>`).
-    let first = x
-        .iter()
-        .position(|e| e.abs() == amax)
-        .expect("the maximum is one of the elements");
-    let iscale = -127.0f32 / x[first];
+    let iscale = iscale(x, amax);
     let vs = _mm256_set1_ps(iscale);
     let c127 = _mm256_set1_ps(127.0);
     let bias = _mm256_set1_epi32(128);

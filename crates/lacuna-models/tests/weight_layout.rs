@@ -16,8 +16,10 @@ fn load(arch: Arch, quant: QuantMix, layout: WeightLayout) -> Model {
     .unwrap()
 }
 
-fn logits(m: &mut Model) -> Vec<f32> {
-    let tokens: Vec<u32> = (0..40u32).map(|i| (i * 37 + 11) % 500).collect();
+/// Logits of every third row of an `n`-token canvas (from 128 tokens on, compact matrices
+/// take their panel-decoding path; below, the few-token kernels).
+fn logits(m: &mut Model, n: u32) -> Vec<f32> {
+    let tokens: Vec<u32> = (0..n).map(|i| (i * 37 + 11) % 500).collect();
     let rows: Vec<usize> = (0..tokens.len()).step_by(3).collect();
     let mut out = vec![0.0; rows.len() * m.vocab_size()];
     m.forward(&tokens, &rows, &mut out).unwrap();
@@ -32,13 +34,15 @@ fn compact_weights_give_the_repacked_logits_bit_for_bit() {
             let mut compact = load(arch, quant, WeightLayout::Compact);
             assert!(!fast.backend().dense_compact() && !fast.backend().experts_compact());
             assert!(compact.backend().dense_compact() && compact.backend().experts_compact());
-            let (want, got) = (logits(&mut fast), logits(&mut compact));
-            assert!(
-                want.iter()
-                    .zip(&got)
-                    .all(|(a, b)| a.to_bits() == b.to_bits()),
-                "{arch:?} {quant:?}"
-            );
+            for n in [40, 130] {
+                let (want, got) = (logits(&mut fast, n), logits(&mut compact, n));
+                assert!(
+                    want.iter()
+                        .zip(&got)
+                        .all(|(a, b)| a.to_bits() == b.to_bits()),
+                    "{arch:?} {quant:?}, {n} tokens"
+                );
+            }
         }
     }
 }

@@ -38,6 +38,7 @@ mod block;
 mod dispatch;
 mod error;
 mod float;
+pub mod int_blocks;
 mod iq4;
 mod kquants;
 mod legacy;

@@ -1,5 +1,6 @@
 use super::*;
 use crate::gemm::tests::{Rng, weights};
+use lacuna_quant::GgmlType;
 
 /// Weight `i` of a decoded block, in ggml's dequantize operation order.
 fn dequant(kind: QuantKind, dec: &Decoded) -> Vec<f32> {

@@ -1,7 +1,7 @@
 //! The 256-element formats (`dequantize_row_q2_K/q3_K/q4_K/q5_K/q6_K/iq4_xs`): a float
 //! super-scale, integer sub-block scales, and mins for Q2_K/Q4_K/Q5_K.
 
-use lacuna_quant::KVALUES_IQ4NL;
+use crate::KVALUES_IQ4NL;
 
 use super::{Decoded, f16_at};
 

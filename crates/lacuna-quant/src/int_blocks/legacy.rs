@@ -1,7 +1,7 @@
 //! The 32-element formats (`dequantize_row_q8_0/q4_0/q4_1/q5_0/q5_1/iq4_nl/mxfp4`): one
 //! float scale per block, weights as signed integers, and for Q4_1/Q5_1 one float offset.
 
-use lacuna_quant::{KVALUES_IQ4NL, KVALUES_MXFP4, e8m0_to_fp32_half};
+use crate::{KVALUES_IQ4NL, KVALUES_MXFP4, e8m0_to_fp32_half};
 
 use super::{Decoded, f16_at};
 

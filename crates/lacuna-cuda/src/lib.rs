@@ -1,4 +1,18 @@
 //! CUDA kernels, compiled at run time with NVRTC through `cudarc`, so the workspace builds
-//! and tests on machines with no GPU and no CUDA toolkit.
+//! and tests on machines with no GPU and no CUDA toolkit: both libraries are loaded
+//! dynamically, and probed ([`library`]) before any other call so that a missing one is a
+//! typed [`Error`], never a panic.
 //!
-//! The only crate that names `cudarc`. Knows nothing of models.
+//! The only crate that names `cudarc`. Knows nothing of models: it offers device buffers,
+//! weights repacked for the tensor cores ([`repack`]), and the operations a graph needs
+//! ([`Gpu`]).
+
+mod device;
+mod error;
+pub mod kernels;
+pub mod library;
+pub mod nvrtc;
+pub mod repack;
+
+pub use device::{AttnArgs, DevBuf, DevView, DevWeight, Gpu, GpuInfo, device_count};
+pub use error::{Error, Result};

@@ -1,8 +1,15 @@
 //! The compute backend a model graph runs on. Kernels stay free of model knowledge: the
 //! graph calls these generic operations with shapes, never layer names.
 //!
-//! Activations are row-major f32 `[tokens x width]` host slices owned by the graph (and
-//! reused across forward passes); weights are whatever the backend prepared at load.
+//! Everything a forward pass touches lives where the backend computes: activations,
+//! workspaces and key/value caches are backend-owned buffers ([`Backend::Buf`], row-major
+//! f32 `[tokens x width]`, reused across passes and addressed through views of element
+//! ranges); weights, norm vectors and the embedding table are prepared once at load. The
+//! host hands over token ids and row indices and takes back only logits (and a MoE
+//! layer's router scores). For the CPU backend a buffer is a `Vec<f32>` and a view a
+//! slice, so nothing is copied; for a GPU every buffer is device memory.
+
+use std::ops::Range;
 
 use lacuna_quant::GgmlType;
 
@@ -71,6 +78,20 @@ pub struct WeightPlan {
 pub trait Backend {
     /// A weight matrix prepared (possibly repacked) for [`Backend::matmul`].
     type Weight: Send + Sync;
+    /// An f32 vector prepared at load: a norm's weight or a projection's bias.
+    type Vector: Send + Sync;
+    /// The token embedding table, prepared at load for [`Backend::embed`].
+    type Table: Send + Sync;
+    /// A growable f32 buffer owned by the backend (activations, workspaces, caches).
+    type Buf: Default + Send;
+    /// A read-only view of a range of a [`Backend::Buf`].
+    type View<'a>: Copy
+    where
+        Self: 'a;
+    /// A writable view of a range of a [`Backend::Buf`].
+    type ViewMut<'a>
+    where
+        Self: 'a;
 
     /// A short name for logs and benchmark files.
     fn name(&self) -> String;
@@ -87,8 +108,9 @@ pub trait Backend {
     /// Told, before any weight is prepared, how many matrix weights the file holds, so that
     /// a backend can choose how to keep them ([`Backend::prepare_weight`],
     /// [`Backend::prepare_expert`]). The default ignores it.
-    fn plan_weights(&mut self, plan: WeightPlan) {
+    fn plan_weights(&mut self, plan: WeightPlan) -> Result<()> {
         let _ = plan;
+        Ok(())
     }
 
     /// Prepares one expert of a mixture-of-experts layer: a matrix each forward pass reads
@@ -107,17 +129,79 @@ pub trait Backend {
     /// Bytes a prepared weight occupies (what one matmul over it reads).
     fn weight_bytes(&self, w: &Self::Weight) -> usize;
 
-    /// `y[t x n] = x[t x k] . w^T`.
-    fn matmul(&mut self, x: &[f32], t: usize, w: &Self::Weight, y: &mut [f32]) -> Result<()>;
+    /// Prepares a norm weight or bias.
+    fn prepare_vector(&self, v: Vec<f32>) -> Result<Self::Vector>;
 
-    /// RMSNorm of each `weight.len()`-wide row of `x`, times `weight`, into `out`.
-    fn rms_norm(&mut self, x: &[f32], weight: &[f32], eps: f32, out: &mut [f32]) -> Result<()>;
+    /// Prepares the embedding table: `rows` rows of `width` elements of `ty`, `bytes` the
+    /// file's (which [`Backend::embed`] is handed again, so a host backend need not copy).
+    fn prepare_table(
+        &self,
+        ty: GgmlType,
+        rows: usize,
+        width: usize,
+        bytes: &[u8],
+    ) -> Result<Self::Table>;
+
+    /// Grows `buf` to at least `len` elements, keeping its contents.
+    fn ensure(&mut self, buf: &mut Self::Buf, len: usize) -> Result<()>;
+
+    /// Elements `buf` holds.
+    fn buf_len(buf: &Self::Buf) -> usize;
+
+    /// A view of elements `range` of `buf` (within [`Backend::buf_len`]).
+    fn view(buf: &Self::Buf, range: Range<usize>) -> Self::View<'_>;
+
+    /// A writable view of elements `range` of `buf`.
+    fn view_mut(buf: &mut Self::Buf, range: Range<usize>) -> Self::ViewMut<'_>;
+
+    /// A shorter-lived copy of a writable view (for two operations on one output).
+    fn reborrow<'a>(view: &'a mut Self::ViewMut<'_>) -> Self::ViewMut<'a>;
+
+    /// A prepared vector's values, on the host.
+    fn vector_to_host(&mut self, v: &Self::Vector) -> Result<Vec<f32>>;
+
+    /// The embedding rows of `tokens` (ids checked against the table) into `out`
+    /// (`tokens.len() x width`); `bytes` are the table's file bytes.
+    fn embed(
+        &mut self,
+        table: &Self::Table,
+        bytes: &[u8],
+        tokens: &[u32],
+        out: Self::ViewMut<'_>,
+    ) -> Result<()>;
+
+    /// `y[t x n] = x[t x k] . w^T`.
+    fn matmul(
+        &mut self,
+        x: Self::View<'_>,
+        t: usize,
+        w: &Self::Weight,
+        y: Self::ViewMut<'_>,
+    ) -> Result<()>;
+
+    /// [`Backend::matmul`] into host memory: the LM head's logits and a router's scores.
+    fn matmul_to_host(
+        &mut self,
+        x: Self::View<'_>,
+        t: usize,
+        w: &Self::Weight,
+        y: &mut [f32],
+    ) -> Result<()>;
+
+    /// RMSNorm of each `weight`-wide row of `x`, times `weight`, into `out`.
+    fn rms_norm(
+        &mut self,
+        x: Self::View<'_>,
+        weight: &Self::Vector,
+        eps: f32,
+        out: Self::ViewMut<'_>,
+    ) -> Result<()>;
 
     /// Rotates, in place, the first `params.n_rot` elements of each `head_dim`-wide head of
     /// each of the `t` rows of `x`; row `i` is at position `pos0 + i`.
     fn rope(
         &mut self,
-        x: &mut [f32],
+        x: Self::ViewMut<'_>,
         t: usize,
         pos0: usize,
         head_dim: usize,
@@ -126,18 +210,63 @@ pub trait Backend {
 
     /// Attention: for every query row `i` in `rows` (all rows when `None`),
     /// `out[i] = softmax(scale * q_i . K^T) V` per head, heads concatenated, over the keys
-    /// [`AttnShape::visible`] at the row's position (all of them when bidirectional). `q` is `[queries x n_head*head_dim]`, `k` and `v` are
-    /// `[keys x n_head_kv*head_dim]`, `out` is `[rows x n_head*head_dim]`.
+    /// [`AttnShape::visible`] at the row's position (all of them when bidirectional). `q` is
+    /// `[queries x n_head*head_dim]`, `k` and `v` are `[keys x n_head_kv*head_dim]`, `out`
+    /// is `[rows x n_head*head_dim]`.
     fn attention(
         &mut self,
-        q: &[f32],
-        k: &[f32],
-        v: &[f32],
+        q: Self::View<'_>,
+        k: Self::View<'_>,
+        v: Self::View<'_>,
         shape: AttnShape,
         rows: Option<&[usize]>,
-        out: &mut [f32],
+        out: Self::ViewMut<'_>,
     ) -> Result<()>;
 
     /// `out = silu(gate) * up`, element-wise.
-    fn swiglu(&mut self, gate: &[f32], up: &[f32], out: &mut [f32]) -> Result<()>;
+    fn swiglu(
+        &mut self,
+        gate: Self::View<'_>,
+        up: Self::View<'_>,
+        out: Self::ViewMut<'_>,
+    ) -> Result<()>;
+
+    /// `x += y`, element-wise.
+    fn add(&mut self, x: Self::ViewMut<'_>, y: Self::View<'_>) -> Result<()>;
+
+    /// Adds `bias` to every `bias`-wide row of `x`.
+    fn add_bias(&mut self, x: Self::ViewMut<'_>, bias: &Self::Vector) -> Result<()>;
+
+    /// `dst[r] = src[rows[r]][col0 .. col0 + cols]` (`src` rows `src_width` wide; `rows`
+    /// `None`: row `r` itself), `dst` rows `cols` wide: row gathers and column splits.
+    fn copy_rows(
+        &mut self,
+        src: Self::View<'_>,
+        src_width: usize,
+        col0: usize,
+        rows: Option<&[usize]>,
+        dst: Self::ViewMut<'_>,
+        cols: usize,
+    ) -> Result<()>;
+
+    /// `dst[to[r]] = scale[r] * src[r]` for each `width`-wide row `r` of `src` (a MoE
+    /// expert's outputs into their token-and-slot rows; `to` distinct).
+    fn scatter_scaled(
+        &mut self,
+        src: Self::View<'_>,
+        to: &[usize],
+        scale: &[f32],
+        dst: Self::ViewMut<'_>,
+        width: usize,
+    ) -> Result<()>;
+
+    /// `out[i] = slots[i*k] + slots[i*k + 1] + ... + slots[i*k + k - 1]`, rows `width`
+    /// wide, summed in slot order (a MoE layer's weighted expert outputs per token).
+    fn sum_slots(
+        &mut self,
+        slots: Self::View<'_>,
+        k: usize,
+        width: usize,
+        out: Self::ViewMut<'_>,
+    ) -> Result<()>;
 }

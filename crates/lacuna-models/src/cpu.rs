@@ -4,6 +4,8 @@
 //! which `lacuna-cpu`'s single-threaded `rope_*` lacks; same arithmetic as ggml's rope
 //! cache).
 
+use std::ops::Range;
+
 use lacuna_cpu::{PackedWeight, Workspace};
 use lacuna_quant::GgmlType;
 use rayon::prelude::*;
@@ -112,8 +114,22 @@ impl CpuBackend {
     }
 }
 
+/// The CPU's embedding table: read from the file's bytes row by row at each pass.
+#[derive(Debug, Clone, Copy)]
+pub struct CpuTable {
+    ty: GgmlType,
+    rows: usize,
+    width: usize,
+    row_bytes: usize,
+}
+
 impl Backend for CpuBackend {
     type Weight = PackedWeight;
+    type Vector = Vec<f32>;
+    type Table = CpuTable;
+    type Buf = Vec<f32>;
+    type View<'a> = &'a [f32];
+    type ViewMut<'a> = &'a mut [f32];
 
     fn name(&self) -> String {
         match lacuna_cpu::Path::active() {
@@ -132,15 +148,16 @@ impl Backend for CpuBackend {
         self.prepare(self.dense_compact(), ty, n, k, bytes)
     }
 
-    fn plan_weights(&mut self, plan: WeightPlan) {
+    fn plan_weights(&mut self, plan: WeightPlan) -> Result<()> {
         // Repacked quantized weights take about 8.6 bits each (see lacuna-cpu's `packed`).
         let repacked = |elements: u64| elements.saturating_mul(43) / 40;
         let Some(budget) = mem_available().map(|avail| avail / 10 * 9) else {
-            return;
+            return Ok(());
         };
         let dense = repacked(plan.dense_elements);
         self.compact_experts = repacked(plan.expert_elements).saturating_add(dense) > budget;
         self.compact_dense = plan.expert_bytes.saturating_add(dense) > budget;
+        Ok(())
     }
 
     fn prepare_expert(
@@ -157,11 +174,102 @@ impl Backend for CpuBackend {
         w.packed_bytes()
     }
 
+    fn prepare_vector(&self, v: Vec<f32>) -> Result<Vec<f32>> {
+        Ok(v)
+    }
+
+    fn prepare_table(
+        &self,
+        ty: GgmlType,
+        rows: usize,
+        width: usize,
+        bytes: &[u8],
+    ) -> Result<CpuTable> {
+        let row_bytes = ty.row_bytes(width as u64).unwrap_or(0) as usize;
+        if !lacuna_quant::can_dequantize(ty) || rows.checked_mul(row_bytes) != Some(bytes.len()) {
+            return Err(Error::Cpu(lacuna_cpu::Error::BadShape {
+                what: "embedding table",
+                detail: "type or length does not match rows x width",
+            }));
+        }
+        Ok(CpuTable {
+            ty,
+            rows,
+            width,
+            row_bytes,
+        })
+    }
+
+    fn ensure(&mut self, buf: &mut Vec<f32>, len: usize) -> Result<()> {
+        if buf.len() < len {
+            buf.resize(len, 0.0);
+        }
+        Ok(())
+    }
+
+    fn buf_len(buf: &Vec<f32>) -> usize {
+        buf.len()
+    }
+
+    fn view(buf: &Vec<f32>, range: Range<usize>) -> &[f32] {
+        &buf[range]
+    }
+
+    fn view_mut(buf: &mut Vec<f32>, range: Range<usize>) -> &mut [f32] {
+        &mut buf[range]
+    }
+
+    fn reborrow<'a>(view: &'a mut &mut [f32]) -> &'a mut [f32] {
+        view
+    }
+
+    fn vector_to_host(&mut self, v: &Vec<f32>) -> Result<Vec<f32>> {
+        Ok(v.clone())
+    }
+
+    fn embed(
+        &mut self,
+        table: &CpuTable,
+        bytes: &[u8],
+        tokens: &[u32],
+        out: &mut [f32],
+    ) -> Result<()> {
+        let d = table.width;
+        for (xr, &tok) in out.chunks_exact_mut(d).zip(tokens) {
+            if tok as usize >= table.rows {
+                return Err(Error::TokenOutOfRange {
+                    token: tok,
+                    position: 0,
+                    vocab: table.rows,
+                });
+            }
+            let at = tok as usize * table.row_bytes;
+            // ggml get_rows: dequantized to f32 by lacuna-quant, bit-exact.
+            lacuna_quant::dequantize_row(table.ty, &bytes[at..at + table.row_bytes], xr).map_err(
+                |source| Error::Decode {
+                    name: format!("token_embd.weight (row {tok})"),
+                    source,
+                },
+            )?;
+        }
+        Ok(())
+    }
+
     fn matmul(&mut self, x: &[f32], t: usize, w: &PackedWeight, y: &mut [f32]) -> Result<()> {
         Ok(lacuna_cpu::matmul(x, t, w, y, &mut self.ws)?)
     }
 
-    fn rms_norm(&mut self, x: &[f32], weight: &[f32], eps: f32, out: &mut [f32]) -> Result<()> {
+    fn matmul_to_host(
+        &mut self,
+        x: &[f32],
+        t: usize,
+        w: &PackedWeight,
+        y: &mut [f32],
+    ) -> Result<()> {
+        Ok(lacuna_cpu::matmul(x, t, w, y, &mut self.ws)?)
+    }
+
+    fn rms_norm(&mut self, x: &[f32], weight: &Vec<f32>, eps: f32, out: &mut [f32]) -> Result<()> {
         let chunk = weight.len() * ROWS_PER_TASK;
         out.par_chunks_mut(chunk)
             .zip(x.par_chunks(chunk))
@@ -253,6 +361,62 @@ impl Backend for CpuBackend {
         out.par_chunks_mut(CHUNK)
             .zip(gate.par_chunks(CHUNK).zip(up.par_chunks(CHUNK)))
             .try_for_each(|(o, (g, u))| lacuna_cpu::swiglu(g, u, o))?;
+        Ok(())
+    }
+
+    fn add(&mut self, x: &mut [f32], y: &[f32]) -> Result<()> {
+        for (a, &b) in x.iter_mut().zip(y) {
+            *a += b;
+        }
+        Ok(())
+    }
+
+    fn add_bias(&mut self, x: &mut [f32], bias: &Vec<f32>) -> Result<()> {
+        for row in x.chunks_exact_mut(bias.len()) {
+            self.add(row, bias)?;
+        }
+        Ok(())
+    }
+
+    fn copy_rows(
+        &mut self,
+        src: &[f32],
+        src_width: usize,
+        col0: usize,
+        rows: Option<&[usize]>,
+        dst: &mut [f32],
+        cols: usize,
+    ) -> Result<()> {
+        for (r, out) in dst.chunks_exact_mut(cols).enumerate() {
+            let from = rows.map_or(r, |rows| rows[r]) * src_width + col0;
+            out.copy_from_slice(&src[from..from + cols]);
+        }
+        Ok(())
+    }
+
+    fn scatter_scaled(
+        &mut self,
+        src: &[f32],
+        to: &[usize],
+        scale: &[f32],
+        dst: &mut [f32],
+        width: usize,
+    ) -> Result<()> {
+        for ((row, &to), &w) in src.chunks_exact(width).zip(to).zip(scale) {
+            for (o, &v) in dst[to * width..][..width].iter_mut().zip(row) {
+                *o = v * w;
+            }
+        }
+        Ok(())
+    }
+
+    fn sum_slots(&mut self, slots: &[f32], k: usize, width: usize, out: &mut [f32]) -> Result<()> {
+        for (ti, o) in out.chunks_exact_mut(width).enumerate() {
+            o.copy_from_slice(&slots[ti * k * width..][..width]);
+            for slot in 1..k {
+                self.add(o, &slots[(ti * k + slot) * width..][..width])?;
+            }
+        }
         Ok(())
     }
 }

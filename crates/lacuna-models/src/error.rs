@@ -6,6 +6,9 @@ use lacuna_quant::GgmlType;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
+    /// The CUDA backend failed (no driver, no NVRTC, out of memory, a kernel error).
+    #[error(transparent)]
+    Cuda(#[from] lacuna_cuda::Error),
     /// The GGUF container is unreadable or a metadata key is missing or mistyped.
     #[error(transparent)]
     Gguf(#[from] lacuna_gguf::Error),

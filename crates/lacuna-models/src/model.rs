@@ -38,59 +38,77 @@ pub struct PartTimes {
     pub experts_run: u64,
 }
 
-/// Reused activation buffers: they grow to the largest canvas seen and are never freed
-/// between passes.
-#[derive(Debug, Default)]
-struct Scratch {
-    x: Vec<f32>,
-    xn: Vec<f32>,
-    q: Vec<f32>,
-    k: Vec<f32>,
-    v: Vec<f32>,
-    attn: Vec<f32>,
-    proj: Vec<f32>,
-    gate: Vec<f32>,
-    up: Vec<f32>,
-    act: Vec<f32>,
-    rows: Vec<f32>,
-    moe: moe::MoeScratch,
+/// Reused activation buffers, the backend's own: they grow to the largest canvas seen
+/// and are never freed between passes.
+struct Scratch<B: Backend> {
+    x: B::Buf,
+    xn: B::Buf,
+    q: B::Buf,
+    k: B::Buf,
+    v: B::Buf,
+    attn: B::Buf,
+    proj: B::Buf,
+    gate: B::Buf,
+    up: B::Buf,
+    act: B::Buf,
+    rows: B::Buf,
+    moe: moe::MoeScratch<B>,
+}
+
+impl<B: Backend> Default for Scratch<B> {
+    fn default() -> Self {
+        Scratch {
+            x: B::Buf::default(),
+            xn: B::Buf::default(),
+            q: B::Buf::default(),
+            k: B::Buf::default(),
+            v: B::Buf::default(),
+            attn: B::Buf::default(),
+            proj: B::Buf::default(),
+            gate: B::Buf::default(),
+            up: B::Buf::default(),
+            act: B::Buf::default(),
+            rows: B::Buf::default(),
+            moe: moe::MoeScratch::default(),
+        }
+    }
 }
 
 /// Per-layer keys (after RoPE) and values of every canvas position, kept between passes:
 /// written by [`Pass::Fill`] for every position and by [`Pass::Window`] for the window's;
-/// read by every pass that uses the cache. Buffers grow to the longest canvas and stay.
+/// read by every pass that uses the cache. Buffers (the backend's: device memory on a GPU)
+/// grow to the longest canvas and stay.
 ///
 /// A [`Model`] owns one; a program that interleaves several canvases on one model (a server)
 /// keeps one per canvas and swaps it in around each pass with [`Model::swap_cache`].
 #[derive(Debug, Default)]
-pub struct KvCache {
+pub struct KvCache<Buf = Vec<f32>> {
     /// The canvas length the cache holds (block-causal: the positions up to the last
     /// window's end); 0 when empty or after a failed pass.
     len: usize,
     /// The attention block length the cache was computed with.
     block: Option<usize>,
     /// `[layer][position x kv_dim]`.
-    k: Vec<Vec<f32>>,
+    k: Vec<Buf>,
     /// `[layer][position x kv_dim]`.
-    v: Vec<Vec<f32>>,
+    v: Vec<Buf>,
 }
 
-impl KvCache {
-    fn prepare(&mut self, layers: usize, t: usize, kv_dim: usize) {
-        self.k.resize_with(layers, Vec::new);
-        self.v.resize_with(layers, Vec::new);
+impl<Buf: Default> KvCache<Buf> {
+    fn prepare<B: Backend<Buf = Buf>>(
+        &mut self,
+        be: &mut B,
+        layers: usize,
+        t: usize,
+        kv_dim: usize,
+    ) -> Result<()> {
+        self.k.resize_with(layers, Buf::default);
+        self.v.resize_with(layers, Buf::default);
         for b in self.k.iter_mut().chain(self.v.iter_mut()) {
-            buf(b, t * kv_dim);
+            be.ensure(b, t * kv_dim)?;
         }
+        Ok(())
     }
-}
-
-/// A mutable prefix of `v` of `n` elements, growing `v` when needed.
-fn buf(v: &mut Vec<f32>, n: usize) -> &mut [f32] {
-    if v.len() < n {
-        v.resize(n, 0.0);
-    }
-    &mut v[..n]
 }
 
 /// A diffusion language model ready to run on backend `B`.
@@ -98,10 +116,11 @@ pub struct Model<B: Backend = CpuBackend> {
     file: GgufFile,
     config: Config,
     embd: TensorInfo,
-    weights: Weights<B::Weight>,
+    embd_table: B::Table,
+    weights: Weights<B>,
     backend: B,
-    scratch: Scratch,
-    cache: KvCache,
+    scratch: Scratch<B>,
+    cache: KvCache<B::Buf>,
     times: PartTimes,
     /// Block length of block-causal attention (LLaDA2), `None` = bidirectional.
     attn_block: Option<usize>,
@@ -147,7 +166,7 @@ impl<B: Backend> Model<B> {
                 plan.dense_bytes += bytes;
             }
         }
-        backend.plan_weights(plan);
+        backend.plan_weights(plan)?;
         let loader = Loader {
             file: &file,
             backend: &backend,
@@ -165,11 +184,18 @@ impl<B: Backend> Model<B> {
         }
         let weights = loader.load(&config)?;
         let weight_bytes = loader.prepared.get();
+        let embd_table = backend.prepare_table(
+            embd.ty,
+            config.n_vocab,
+            config.n_embd,
+            file.info_data(&embd),
+        )?;
         let attn_block = config.arch.block_causal().then_some(DEFAULT_BLOCK);
         Ok(Model {
             file,
             config,
             embd,
+            embd_table,
             weights,
             backend,
             scratch: Scratch::default(),
@@ -291,13 +317,19 @@ impl<B: Backend> Model<B> {
     /// Exchanges the model's key/value cache with `cache`: the next cached pass reads and
     /// writes `cache`'s canvas. A new (default) cache is empty, so its first pass must be a
     /// [`Pass::Fill`].
-    pub fn swap_cache(&mut self, cache: &mut KvCache) {
+    pub fn swap_cache(&mut self, cache: &mut KvCache<B::Buf>) {
         std::mem::swap(&mut self.cache, cache);
     }
 
     /// Bytes the key/value cache holds now.
     pub fn cache_bytes(&self) -> usize {
-        let floats: usize = self.cache.k.iter().chain(&self.cache.v).map(Vec::len).sum();
+        let floats: usize = self
+            .cache
+            .k
+            .iter()
+            .chain(&self.cache.v)
+            .map(B::buf_len)
+            .sum();
         floats * std::mem::size_of::<f32>()
     }
 
@@ -399,6 +431,7 @@ impl<B: Backend> Model<B> {
         let cfg = &self.config;
         let d = cfg.n_embd;
         let kvd = cfg.kv_dim();
+        let qd = cfg.q_dim();
         let s = &mut self.scratch;
         let be = &mut self.backend;
         let tm = &mut self.times;
@@ -408,26 +441,33 @@ impl<B: Backend> Model<B> {
                 // Invalid until this pass has written every layer. (Growing keeps the
                 // positions already cached: the layout is position-major per layer.)
                 self.cache.len = 0;
-                self.cache.prepare(cfg.n_layer, t_all, kvd);
+                self.cache.prepare(be, cfg.n_layer, t_all, kvd)?;
                 Some(&mut self.cache)
             }
         };
         let clock = Instant::now();
-
-        // Embedding rows (ggml get_rows: dequantized to f32 by lacuna-quant, bit-exact).
-        let x = buf(&mut s.x, t * d);
-        let row_bytes = self.embd.ty.row_bytes(d as u64).unwrap_or(0) as usize;
-        let table = self.file.info_data(&self.embd);
-        for (xr, &tok) in x.chunks_exact_mut(d).zip(&tokens[window.clone()]) {
-            let at = tok as usize * row_bytes;
-            // The type was checked at load and the row length is the tensor's own.
-            lacuna_quant::dequantize_row(self.embd.ty, &table[at..at + row_bytes], xr).map_err(
-                |source| Error::Decode {
-                    name: format!("token_embd.weight (row {tok})"),
-                    source,
-                },
-            )?;
+        for (b, n) in [
+            (&mut s.x, t * d),
+            (&mut s.xn, t * d),
+            (&mut s.q, t * qd),
+            (&mut s.attn, t * qd),
+            (&mut s.proj, t * qd.max(d)),
+            (&mut s.rows, t * d),
+        ] {
+            be.ensure(b, n)?;
         }
+        if cache.is_none() {
+            be.ensure(&mut s.k, t * kvd)?;
+            be.ensure(&mut s.v, t * kvd)?;
+        }
+
+        // Embedding rows (ggml get_rows: dequantized to f32, bit-exact).
+        be.embed(
+            &self.embd_table,
+            self.file.info_data(&self.embd),
+            &tokens[window.clone()],
+            B::view_mut(&mut s.x, 0..t * d),
+        )?;
         let mut other = clock.elapsed();
         let (mut gemm, mut attention) = (Duration::ZERO, Duration::ZERO);
         let rope = RopeParams {
@@ -450,96 +490,129 @@ impl<B: Backend> Model<B> {
         for (il, layer) in self.weights.layers.iter().enumerate() {
             let last = il + 1 == cfg.n_layer;
             let c = Instant::now();
-            let xn = buf(&mut s.xn, t * d);
-            be.rms_norm(&s.x[..t * d], &layer.attn_norm, cfg.rms_eps, xn)?;
+            be.rms_norm(
+                B::view(&s.x, 0..t * d),
+                &layer.attn_norm,
+                cfg.rms_eps,
+                B::view_mut(&mut s.xn, 0..t * d),
+            )?;
             other += c.elapsed();
-            let q = buf(&mut s.q, t * cfg.q_dim());
             // A cached pass writes the window's keys and values straight into the cache.
-            let (k, v) = match cache.as_deref_mut() {
-                Some(c) => (
-                    &mut c.k[il][pos0 * kvd..(pos0 + t) * kvd],
-                    &mut c.v[il][pos0 * kvd..(pos0 + t) * kvd],
-                ),
-                None => (buf(&mut s.k, t * kvd), buf(&mut s.v, t * kvd)),
+            let kv = match cache {
+                Some(_) => pos0 * kvd..(pos0 + t) * kvd,
+                None => 0..t * kvd,
             };
+            let (kbuf, vbuf) = match cache.as_deref_mut() {
+                Some(c) => (&mut c.k[il], &mut c.v[il]),
+                None => (&mut s.k, &mut s.v),
+            };
+            let xn = B::view(&s.xn, 0..t * d);
             match &layer.qkv {
                 Qkv::Split {
                     q: wq,
                     k: wk,
                     v: wv,
                 } => {
-                    for (lin, y) in [(wq, &mut *q), (wk, &mut *k), (wv, &mut *v)] {
-                        linear(be, lin, &s.xn[..t * d], t, y, &mut gemm, &mut other)?;
-                    }
+                    let q = B::view_mut(&mut s.q, 0..t * qd);
+                    linear(be, wq, xn, t, q, &mut gemm, &mut other)?;
+                    let k = B::view_mut(kbuf, kv.clone());
+                    linear(be, wk, xn, t, k, &mut gemm, &mut other)?;
+                    let v = B::view_mut(vbuf, kv.clone());
+                    linear(be, wv, xn, t, v, &mut gemm, &mut other)?;
                 }
                 Qkv::Fused(lin) => {
                     // One `[t x (q + 2 kv)]` product, then each row split into Q, K and V
                     // (llama.cpp's `build_qkv` views of `wqkv`'s output).
-                    let fused = buf(&mut s.gate, t * lin.n);
-                    linear(be, lin, &s.xn[..t * d], t, fused, &mut gemm, &mut other)?;
+                    be.ensure(&mut s.gate, t * lin.n)?;
+                    let fused = B::view_mut(&mut s.gate, 0..t * lin.n);
+                    linear(be, lin, xn, t, fused, &mut gemm, &mut other)?;
                     let c = Instant::now();
-                    let qd = cfg.q_dim();
-                    for (i, row) in fused.chunks_exact(lin.n).enumerate() {
-                        q[i * qd..(i + 1) * qd].copy_from_slice(&row[..qd]);
-                        k[i * kvd..(i + 1) * kvd].copy_from_slice(&row[qd..qd + kvd]);
-                        v[i * kvd..(i + 1) * kvd].copy_from_slice(&row[qd + kvd..]);
-                    }
+                    let fused = B::view(&s.gate, 0..t * lin.n);
+                    be.copy_rows(fused, lin.n, 0, None, B::view_mut(&mut s.q, 0..t * qd), qd)?;
+                    let k = B::view_mut(kbuf, kv.clone());
+                    be.copy_rows(fused, lin.n, qd, None, k, kvd)?;
+                    let v = B::view_mut(vbuf, kv.clone());
+                    be.copy_rows(fused, lin.n, qd + kvd, None, v, kvd)?;
                     other += c.elapsed();
                 }
             }
             let c = Instant::now();
             if let (Some(qn), Some(kn)) = (&layer.q_norm, &layer.k_norm) {
-                let tmp = buf(&mut s.proj, t * cfg.q_dim());
-                tmp.copy_from_slice(q);
-                be.rms_norm(tmp, qn, cfg.rms_eps, q)?;
-                let tmp = &mut tmp[..t * cfg.kv_dim()];
-                tmp.copy_from_slice(k);
-                be.rms_norm(tmp, kn, cfg.rms_eps, k)?;
+                let tmp = B::view_mut(&mut s.proj, 0..t * qd);
+                be.copy_rows(B::view(&s.q, 0..t * qd), qd, 0, None, tmp, qd)?;
+                let tmp = B::view(&s.proj, 0..t * qd);
+                be.rms_norm(tmp, qn, cfg.rms_eps, B::view_mut(&mut s.q, 0..t * qd))?;
+                let tmp = B::view_mut(&mut s.proj, 0..t * kvd);
+                be.copy_rows(B::view(kbuf, kv.clone()), kvd, 0, None, tmp, kvd)?;
+                let tmp = B::view(&s.proj, 0..t * kvd);
+                be.rms_norm(tmp, kn, cfg.rms_eps, B::view_mut(kbuf, kv.clone()))?;
             }
-            be.rope(q, t, pos0, cfg.head_dim, rope)?;
-            be.rope(k, t, pos0, cfg.head_dim, rope)?;
+            be.rope(
+                B::view_mut(&mut s.q, 0..t * qd),
+                t,
+                pos0,
+                cfg.head_dim,
+                rope,
+            )?;
+            be.rope(B::view_mut(kbuf, kv.clone()), t, pos0, cfg.head_dim, rope)?;
             other += c.elapsed();
 
             let c = Instant::now();
             let sel = if last { rows } else { None };
             let out_t = sel.map_or(t, <[usize]>::len);
-            let attn = buf(&mut s.attn, out_t * cfg.q_dim());
             let (keys, values) = match cache.as_deref() {
-                Some(c) => (&c.k[il][..t_all * kvd], &c.v[il][..t_all * kvd]),
-                None => (&s.k[..t * kvd], &s.v[..t * kvd]),
+                Some(c) => (
+                    B::view(&c.k[il], 0..t_all * kvd),
+                    B::view(&c.v[il], 0..t_all * kvd),
+                ),
+                None => (B::view(&s.k, 0..t * kvd), B::view(&s.v, 0..t * kvd)),
             };
-            be.attention(q, keys, values, shape, sel, attn)?;
+            be.attention(
+                B::view(&s.q, 0..t * qd),
+                keys,
+                values,
+                shape,
+                sel,
+                B::view_mut(&mut s.attn, 0..out_t * qd),
+            )?;
             attention += c.elapsed();
             if let Some(sel) = sel {
                 // llama.cpp's `inp_out_ids`: keep only the requested rows from here on.
                 let c = Instant::now();
-                let g = buf(&mut s.rows, out_t * d);
-                for (dst, &r) in g.chunks_exact_mut(d).zip(sel) {
-                    dst.copy_from_slice(&s.x[r * d..(r + 1) * d]);
-                }
-                s.x[..out_t * d].copy_from_slice(g);
+                let g = B::view_mut(&mut s.rows, 0..out_t * d);
+                be.copy_rows(B::view(&s.x, 0..t * d), d, 0, Some(sel), g, d)?;
+                let g = B::view(&s.rows, 0..out_t * d);
+                be.copy_rows(g, d, 0, None, B::view_mut(&mut s.x, 0..out_t * d), d)?;
                 other += c.elapsed();
             }
             cur_t = out_t;
-            let proj = buf(&mut s.proj, cur_t * d);
+            let n = cur_t * d;
+            let attn = B::view(&s.attn, 0..cur_t * qd);
+            let proj = B::view_mut(&mut s.proj, 0..n);
             linear(be, &layer.o, attn, cur_t, proj, &mut gemm, &mut other)?;
             let c = Instant::now();
-            add_in_place(&mut s.x[..cur_t * d], proj);
-            let xn = buf(&mut s.xn, cur_t * d);
-            be.rms_norm(&s.x[..cur_t * d], &layer.ffn_norm, cfg.rms_eps, xn)?;
+            be.add(B::view_mut(&mut s.x, 0..n), B::view(&s.proj, 0..n))?;
+            be.rms_norm(
+                B::view(&s.x, 0..n),
+                &layer.ffn_norm,
+                cfg.rms_eps,
+                B::view_mut(&mut s.xn, 0..n),
+            )?;
             other += c.elapsed();
 
             match &layer.ffn {
                 Ffn::Dense(ffn) => {
-                    let bufs = DenseBufs {
+                    let bufs = DenseBufs::<B> {
                         gate: &mut s.gate,
                         up: &mut s.up,
                         act: &mut s.act,
                     };
+                    let (xn, proj) = (B::view(&s.xn, 0..n), B::view_mut(&mut s.proj, 0..n));
                     dense(be, ffn, xn, cur_t, proj, bufs, &mut gemm, &mut other)?;
                 }
                 Ffn::Moe(experts) => {
                     let c = Instant::now();
+                    let (xn, proj) = (B::view(&s.xn, 0..n), B::view_mut(&mut s.proj, 0..n));
                     let (bytes, run) = moe::moe_ffn(be, experts, xn, cur_t, d, proj, &mut s.moe)?;
                     tm.expert_bytes += bytes;
                     tm.experts_run += run;
@@ -547,42 +620,47 @@ impl<B: Backend> Model<B> {
                     if let Some(shared) = &experts.shared {
                         // llama.cpp: `moe_out + ffn_shexp`, the shared block on the same
                         // normalised input.
-                        let y = buf(&mut s.rows, cur_t * d);
-                        let bufs = DenseBufs {
+                        let bufs = DenseBufs::<B> {
                             gate: &mut s.gate,
                             up: &mut s.up,
                             act: &mut s.act,
                         };
+                        let (xn, y) = (B::view(&s.xn, 0..n), B::view_mut(&mut s.rows, 0..n));
                         dense(be, shared, xn, cur_t, y, bufs, &mut gemm, &mut other)?;
                         let c = Instant::now();
-                        add_in_place(proj, y);
+                        be.add(B::view_mut(&mut s.proj, 0..n), B::view(&s.rows, 0..n))?;
                         other += c.elapsed();
                     }
                 }
             }
             let c = Instant::now();
-            add_in_place(&mut s.x[..cur_t * d], proj);
+            be.add(B::view_mut(&mut s.x, 0..n), B::view(&s.proj, 0..n))?;
             other += c.elapsed();
         }
         let c = Instant::now();
-        let xn = buf(&mut s.xn, cur_t * d);
+        let n = cur_t * d;
         be.rms_norm(
-            &s.x[..cur_t * d],
+            B::view(&s.x, 0..n),
             &self.weights.output_norm,
             cfg.rms_eps,
-            xn,
+            B::view_mut(&mut s.xn, 0..n),
         )?;
         other += c.elapsed();
-        let mut lm = Duration::ZERO;
-        linear(
-            be,
-            &self.weights.output,
-            xn,
-            cur_t,
-            out,
-            &mut lm,
-            &mut other,
-        )?;
+        let c = Instant::now();
+        let lm_w = &self.weights.output;
+        be.matmul_to_host(B::view(&s.xn, 0..n), cur_t, &lm_w.w, out)?;
+        let lm = c.elapsed();
+        if let Some(b) = &lm_w.b {
+            // No supported architecture's LM head has a bias; added on the host if one does.
+            let c = Instant::now();
+            let b = be.vector_to_host(b)?;
+            for row in out.chunks_exact_mut(lm_w.n) {
+                for (o, &v) in row.iter_mut().zip(&b) {
+                    *o += v;
+                }
+            }
+            other += c.elapsed();
+        }
         tm.gemm += gemm;
         tm.attention += attention;
         tm.lm_head += lm;
@@ -602,60 +680,68 @@ impl<B: Backend> Model<B> {
 }
 
 /// Reused buffers of a dense SwiGLU block.
-struct DenseBufs<'a> {
-    gate: &'a mut Vec<f32>,
-    up: &'a mut Vec<f32>,
-    act: &'a mut Vec<f32>,
+struct DenseBufs<'a, B: Backend> {
+    gate: &'a mut B::Buf,
+    up: &'a mut B::Buf,
+    act: &'a mut B::Buf,
 }
 
 /// `y = down(silu(gate(x)) * up(x))` over `t` rows.
 #[allow(clippy::too_many_arguments)]
 fn dense<B: Backend>(
     be: &mut B,
-    ffn: &Dense<B::Weight>,
-    x: &[f32],
+    ffn: &Dense<B>,
+    x: B::View<'_>,
     t: usize,
-    y: &mut [f32],
-    bufs: DenseBufs<'_>,
+    y: B::ViewMut<'_>,
+    bufs: DenseBufs<'_, B>,
     gemm: &mut Duration,
     other: &mut Duration,
 ) -> Result<()> {
-    let g = buf(bufs.gate, t * ffn.gate.n);
-    let u = buf(bufs.up, t * ffn.up.n);
-    linear(be, &ffn.gate, x, t, g, gemm, other)?;
-    linear(be, &ffn.up, x, t, u, gemm, other)?;
-    let c = Instant::now();
-    let act = buf(bufs.act, t * ffn.gate.n);
-    be.swiglu(g, u, act)?;
-    *other += c.elapsed();
-    linear(be, &ffn.down, act, t, y, gemm, other)
-}
-
-fn add_in_place(x: &mut [f32], y: &[f32]) {
-    for (a, &b) in x.iter_mut().zip(y) {
-        *a += b;
+    let n = t * ffn.gate.n;
+    for b in [&mut *bufs.gate, &mut *bufs.up, &mut *bufs.act] {
+        be.ensure(b, n)?;
     }
+    linear(
+        be,
+        &ffn.gate,
+        x,
+        t,
+        B::view_mut(bufs.gate, 0..n),
+        gemm,
+        other,
+    )?;
+    linear(be, &ffn.up, x, t, B::view_mut(bufs.up, 0..n), gemm, other)?;
+    let c = Instant::now();
+    let (g, u) = (B::view(bufs.gate, 0..n), B::view(bufs.up, 0..n));
+    be.swiglu(g, u, B::view_mut(bufs.act, 0..n))?;
+    *other += c.elapsed();
+    linear(be, &ffn.down, B::view(bufs.act, 0..n), t, y, gemm, other)
 }
 
 /// `y = x W^T (+ b)`, timing the matmul and the bias add separately.
 fn linear<B: Backend>(
     be: &mut B,
-    lin: &Linear<B::Weight>,
-    x: &[f32],
+    lin: &Linear<B>,
+    x: B::View<'_>,
     t: usize,
-    y: &mut [f32],
+    mut y: B::ViewMut<'_>,
     gemm: &mut Duration,
     other: &mut Duration,
 ) -> Result<()> {
     let c = Instant::now();
-    be.matmul(x, t, &lin.w, y)?;
-    *gemm += c.elapsed();
-    if let Some(b) = &lin.b {
-        let c = Instant::now();
-        for row in y.chunks_exact_mut(lin.n) {
-            add_in_place(row, b);
+    match &lin.b {
+        None => {
+            be.matmul(x, t, &lin.w, y)?;
+            *gemm += c.elapsed();
         }
-        *other += c.elapsed();
+        Some(b) => {
+            be.matmul(x, t, &lin.w, B::reborrow(&mut y))?;
+            *gemm += c.elapsed();
+            let c = Instant::now();
+            be.add_bias(y, b)?;
+            *other += c.elapsed();
+        }
     }
     Ok(())
 }

@@ -7,78 +7,71 @@ use crate::backend::Backend;
 use crate::{Config, Error, MoeConfig, Result};
 
 /// A projection: a prepared weight and an optional f32 bias.
-#[derive(Debug)]
-pub(crate) struct Linear<W> {
-    pub(crate) w: W,
-    pub(crate) b: Option<Vec<f32>>,
+pub(crate) struct Linear<B: Backend> {
+    pub(crate) w: B::Weight,
+    pub(crate) b: Option<B::Vector>,
     /// Output features.
     pub(crate) n: usize,
 }
 
 /// The feed-forward block of one layer.
-#[derive(Debug)]
-pub(crate) enum Ffn<W> {
+pub(crate) enum Ffn<B: Backend> {
     /// `down(silu(gate(x)) * up(x))`.
-    Dense(Dense<W>),
+    Dense(Dense<B>),
     /// Routed experts, each a dense SwiGLU block without biases.
-    Moe(Experts<W>),
+    Moe(Experts<B>),
 }
 
 /// The experts of one MoE layer and how tokens are routed to them.
-#[derive(Debug)]
-pub(crate) struct Experts<W> {
+pub(crate) struct Experts<B: Backend> {
     pub(crate) cfg: MoeConfig,
     /// `[n_expert x n_embd]` router.
-    pub(crate) router: W,
+    pub(crate) router: B::Weight,
     /// Per-expert bias added to the router probabilities for selection only
     /// (`exp_probs_b.bias`, DeepSeek-V3's correction; LLaDA2).
     pub(crate) probs_bias: Option<Vec<f32>>,
-    pub(crate) gate: Vec<W>,
-    pub(crate) up: Vec<W>,
-    pub(crate) down: Vec<W>,
+    pub(crate) gate: Vec<B::Weight>,
+    pub(crate) up: Vec<B::Weight>,
+    pub(crate) down: Vec<B::Weight>,
     /// The shared experts as one dense SwiGLU block (`ffn_{gate,up,down}_shexp`), run on
     /// every token and added to the routed output.
-    pub(crate) shared: Option<Dense<W>>,
+    pub(crate) shared: Option<Dense<B>>,
 }
 
 /// A dense SwiGLU block: `down(silu(gate(x)) * up(x))`.
-#[derive(Debug)]
-pub(crate) struct Dense<W> {
-    pub(crate) gate: Linear<W>,
-    pub(crate) up: Linear<W>,
-    pub(crate) down: Linear<W>,
+pub(crate) struct Dense<B: Backend> {
+    pub(crate) gate: Linear<B>,
+    pub(crate) up: Linear<B>,
+    pub(crate) down: Linear<B>,
 }
 
 /// The query, key and value projections: separate, or one fused `attn_qkv` whose output
 /// rows are Q, then K, then V.
-#[derive(Debug)]
-pub(crate) enum Qkv<W> {
+pub(crate) enum Qkv<B: Backend> {
     Split {
-        q: Linear<W>,
-        k: Linear<W>,
-        v: Linear<W>,
+        q: Linear<B>,
+        k: Linear<B>,
+        v: Linear<B>,
     },
-    Fused(Linear<W>),
+    Fused(Linear<B>),
 }
 
 /// One transformer block.
-#[derive(Debug)]
-pub(crate) struct Layer<W> {
-    pub(crate) attn_norm: Vec<f32>,
-    pub(crate) qkv: Qkv<W>,
-    pub(crate) o: Linear<W>,
-    pub(crate) q_norm: Option<Vec<f32>>,
-    pub(crate) k_norm: Option<Vec<f32>>,
-    pub(crate) ffn_norm: Vec<f32>,
-    pub(crate) ffn: Ffn<W>,
+pub(crate) struct Layer<B: Backend> {
+    pub(crate) attn_norm: B::Vector,
+    pub(crate) qkv: Qkv<B>,
+    pub(crate) o: Linear<B>,
+    pub(crate) q_norm: Option<B::Vector>,
+    pub(crate) k_norm: Option<B::Vector>,
+    pub(crate) ffn_norm: B::Vector,
+    pub(crate) ffn: Ffn<B>,
 }
 
 /// Everything but the token embedding (read row by row from the file).
-#[derive(Debug)]
-pub(crate) struct Weights<W> {
-    pub(crate) layers: Vec<Layer<W>>,
-    pub(crate) output_norm: Vec<f32>,
-    pub(crate) output: Linear<W>,
+pub(crate) struct Weights<B: Backend> {
+    pub(crate) layers: Vec<Layer<B>>,
+    pub(crate) output_norm: B::Vector,
+    pub(crate) output: Linear<B>,
 }
 
 /// The weight types every matrix may have, for error messages: the types of every
@@ -119,7 +112,20 @@ impl<B: Backend> Loader<'_, B> {
     }
 
     /// A 1-D f32 vector (norm weight or bias) of `n` elements.
-    fn vector(&self, name: &str, n: usize) -> Result<Vec<f32>> {
+    /// A norm weight or bias, prepared by the backend.
+    fn vector(&self, name: &str, n: usize) -> Result<B::Vector> {
+        self.backend.prepare_vector(self.host_vector(name, n)?)
+    }
+
+    fn opt_vector(&self, name: &str, n: usize) -> Result<Option<B::Vector>> {
+        if self.has(name) {
+            self.vector(name, n).map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
+    fn host_vector(&self, name: &str, n: usize) -> Result<Vec<f32>> {
         let info = self.checked(name, &[n])?;
         if info.ty.block_size() != 1 || !lacuna_quant::can_dequantize(info.ty) {
             return Err(Error::TensorType {
@@ -138,9 +144,9 @@ impl<B: Backend> Loader<'_, B> {
         Ok(out)
     }
 
-    fn opt_vector(&self, name: &str, n: usize) -> Result<Option<Vec<f32>>> {
+    fn opt_host_vector(&self, name: &str, n: usize) -> Result<Option<Vec<f32>>> {
         if self.has(name) {
-            self.vector(name, n).map(Some)
+            self.host_vector(name, n).map(Some)
         } else {
             Ok(None)
         }
@@ -207,7 +213,7 @@ impl<B: Backend> Loader<'_, B> {
 
     /// A projection with its optional `.bias` (Q, K and V: llama.cpp's `build_qkv` adds
     /// them when present).
-    fn linear(&self, prefix: &str, k: usize, n: usize) -> Result<Linear<B::Weight>> {
+    fn linear(&self, prefix: &str, k: usize, n: usize) -> Result<Linear<B>> {
         Ok(Linear {
             w: self.matrix(&format!("{prefix}.weight"), k, n)?,
             b: self.opt_vector(&format!("{prefix}.bias"), n)?,
@@ -217,7 +223,7 @@ impl<B: Backend> Loader<'_, B> {
 
     /// A projection whose bias llama.cpp's graphs for these architectures never add
     /// (`attn_output`, FFN, `output`): a bias in the file is ignored, as llama.cpp does.
-    fn linear_no_bias(&self, prefix: &str, k: usize, n: usize) -> Result<Linear<B::Weight>> {
+    fn linear_no_bias(&self, prefix: &str, k: usize, n: usize) -> Result<Linear<B>> {
         Ok(Linear {
             w: self.matrix(&format!("{prefix}.weight"), k, n)?,
             b: None,
@@ -225,7 +231,7 @@ impl<B: Backend> Loader<'_, B> {
         })
     }
 
-    pub(crate) fn load(&self, cfg: &Config) -> Result<Weights<B::Weight>> {
+    pub(crate) fn load(&self, cfg: &Config) -> Result<Weights<B>> {
         let d = cfg.n_embd;
         let mut layers = Vec::with_capacity(cfg.n_layer);
         for il in 0..cfg.n_layer {
@@ -238,7 +244,7 @@ impl<B: Backend> Loader<'_, B> {
             } else {
                 (None, None)
             };
-            let dense = |name: &str, ff: usize| -> Result<Dense<B::Weight>> {
+            let dense = |name: &str, ff: usize| -> Result<Dense<B>> {
                 Ok(Dense {
                     gate: self.linear_no_bias(&p(&format!("ffn_gate{name}")), d, ff)?,
                     up: self.linear_no_bias(&p(&format!("ffn_up{name}")), d, ff)?,
@@ -249,7 +255,7 @@ impl<B: Backend> Loader<'_, B> {
                 Some(m) if il >= m.n_dense_lead => Ffn::Moe(Experts {
                     cfg: m,
                     router: self.matrix(&p("ffn_gate_inp.weight"), d, m.n_expert)?,
-                    probs_bias: self.opt_vector(&p("exp_probs_b.bias"), m.n_expert)?,
+                    probs_bias: self.opt_host_vector(&p("exp_probs_b.bias"), m.n_expert)?,
                     gate: self.experts(&p("ffn_gate_exps.weight"), d, m.n_ff_exp, m.n_expert)?,
                     up: self.experts(&p("ffn_up_exps.weight"), d, m.n_ff_exp, m.n_expert)?,
                     down: self.experts(&p("ffn_down_exps.weight"), m.n_ff_exp, d, m.n_expert)?,

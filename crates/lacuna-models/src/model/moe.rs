@@ -11,34 +11,44 @@ use crate::weights::Experts;
 use crate::{Gating, MoeConfig, Result};
 
 /// Reused buffers of the MoE block.
-#[derive(Debug, Default)]
-pub(crate) struct MoeScratch {
+/// Reused buffers of a MoE layer: routing on the host (a few floats per token), the
+/// experts' activations the backend's.
+pub(crate) struct MoeScratch<B: Backend> {
     probs: Vec<f32>,
-    /// One token's selection scores (probabilities plus bias, groups masked).
     select: Vec<f32>,
-    /// `[t][k]` selected expert per slot.
     sel: Vec<usize>,
-    /// `[t][k]` routing weight per slot.
     weight: Vec<f32>,
-    /// Rows routed to the current expert: `(token, slot)`.
-    routed: Vec<(usize, usize)>,
-    xin: Vec<f32>,
-    gate: Vec<f32>,
-    up: Vec<f32>,
-    act: Vec<f32>,
-    down: Vec<f32>,
-    /// `[t][k][d]` weighted expert outputs.
-    slots: Vec<f32>,
+    routed: Vec<usize>,
+    slots_of: Vec<usize>,
+    scale: Vec<f32>,
+    xin: B::Buf,
+    gate: B::Buf,
+    up: B::Buf,
+    act: B::Buf,
+    down: B::Buf,
+    slots: B::Buf,
 }
 
-fn grow(v: &mut Vec<f32>, n: usize) -> &mut [f32] {
-    if v.len() < n {
-        v.resize(n, 0.0);
+impl<B: Backend> Default for MoeScratch<B> {
+    fn default() -> Self {
+        MoeScratch {
+            probs: Vec::new(),
+            select: Vec::new(),
+            sel: Vec::new(),
+            weight: Vec::new(),
+            routed: Vec::new(),
+            slots_of: Vec::new(),
+            scale: Vec::new(),
+            xin: B::Buf::default(),
+            gate: B::Buf::default(),
+            up: B::Buf::default(),
+            act: B::Buf::default(),
+            down: B::Buf::default(),
+            slots: B::Buf::default(),
+        }
     }
-    &mut v[..n]
 }
 
-/// ggml's `soft_max` of one row: `exp(x - max)`, summed in f64, scaled by `1 / sum`.
 pub(crate) fn softmax_row(x: &mut [f32]) {
     let max = x.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     let mut sum = 0.0f64;
@@ -129,21 +139,21 @@ pub(crate) fn route(
 /// experts run.
 pub(crate) fn moe_ffn<B: Backend>(
     be: &mut B,
-    ex: &Experts<B::Weight>,
-    xn: &[f32],
+    ex: &Experts<B>,
+    xn: B::View<'_>,
     t: usize,
     d: usize,
-    out: &mut [f32],
-    s: &mut MoeScratch,
+    out: B::ViewMut<'_>,
+    s: &mut MoeScratch<B>,
 ) -> Result<(u64, u64)> {
     let m = &ex.cfg;
     let (mut bytes, mut run) = (0u64, 0u64);
     let (ne, k, ff) = (m.n_expert, m.n_expert_used, m.n_ff_exp);
-    let probs = grow(&mut s.probs, t * ne);
-    be.matmul(xn, t, &ex.router, probs)?;
+    s.probs.resize(t * ne, 0.0);
+    be.matmul_to_host(xn, t, &ex.router, &mut s.probs)?;
     s.sel.resize(t * k, 0);
     s.weight.resize(t * k, 0.0);
-    for (ti, p) in probs.chunks_exact_mut(ne).enumerate() {
+    for (ti, p) in s.probs.chunks_exact_mut(ne).enumerate() {
         route(
             m,
             ex.probs_bias.as_deref(),
@@ -153,13 +163,17 @@ pub(crate) fn moe_ffn<B: Backend>(
             &mut s.weight[ti * k..(ti + 1) * k],
         );
     }
-    let slots = grow(&mut s.slots, t * k * d);
+    be.ensure(&mut s.slots, t * k * d)?;
     for e in 0..ne {
         s.routed.clear();
+        s.slots_of.clear();
+        s.scale.clear();
         for ti in 0..t {
             for slot in 0..k {
                 if s.sel[ti * k + slot] == e {
-                    s.routed.push((ti, slot));
+                    s.routed.push(ti);
+                    s.slots_of.push(ti * k + slot);
+                    s.scale.push(s.weight[ti * k + slot]);
                 }
             }
         }
@@ -172,34 +186,31 @@ pub(crate) fn moe_ffn<B: Backend>(
             .iter()
             .map(|w| be.weight_bytes(w) as u64)
             .sum::<u64>();
-        let xin = grow(&mut s.xin, n * d);
-        for (dst, &(ti, _)) in xin.chunks_exact_mut(d).zip(&s.routed) {
-            dst.copy_from_slice(&xn[ti * d..(ti + 1) * d]);
+        be.ensure(&mut s.xin, n * d)?;
+        be.copy_rows(
+            xn,
+            d,
+            0,
+            Some(&s.routed),
+            B::view_mut(&mut s.xin, 0..n * d),
+            d,
+        )?;
+        for b in [&mut s.gate, &mut s.up, &mut s.act] {
+            be.ensure(b, n * ff)?;
         }
-        let g = grow(&mut s.gate, n * ff);
-        let u = grow(&mut s.up, n * ff);
-        be.matmul(xin, n, &ex.gate[e], g)?;
-        be.matmul(xin, n, &ex.up[e], u)?;
-        let act = grow(&mut s.act, n * ff);
-        be.swiglu(g, u, act)?;
-        let y = grow(&mut s.down, n * d);
-        be.matmul(act, n, &ex.down[e], y)?;
-        for (row, &(ti, slot)) in y.chunks_exact(d).zip(&s.routed) {
-            let w = s.weight[ti * k + slot];
-            let dst = &mut slots[(ti * k + slot) * d..][..d];
-            for (o, &v) in dst.iter_mut().zip(row) {
-                *o = v * w;
-            }
-        }
+        be.ensure(&mut s.down, n * d)?;
+        let xin = B::view(&s.xin, 0..n * d);
+        be.matmul(xin, n, &ex.gate[e], B::view_mut(&mut s.gate, 0..n * ff))?;
+        be.matmul(xin, n, &ex.up[e], B::view_mut(&mut s.up, 0..n * ff))?;
+        let (g, u) = (B::view(&s.gate, 0..n * ff), B::view(&s.up, 0..n * ff));
+        be.swiglu(g, u, B::view_mut(&mut s.act, 0..n * ff))?;
+        let act = B::view(&s.act, 0..n * ff);
+        be.matmul(act, n, &ex.down[e], B::view_mut(&mut s.down, 0..n * d))?;
+        let y = B::view(&s.down, 0..n * d);
+        let slots = B::view_mut(&mut s.slots, 0..t * k * d);
+        be.scatter_scaled(y, &s.slots_of, &s.scale, slots, d)?;
     }
-    for (ti, o) in out.chunks_exact_mut(d).enumerate().take(t) {
-        o.copy_from_slice(&slots[ti * k * d..][..d]);
-        for slot in 1..k {
-            let src = &slots[(ti * k + slot) * d..][..d];
-            for (a, &b) in o.iter_mut().zip(src) {
-                *a += b;
-            }
-        }
-    }
+    // Every (token, slot) was written: each token routes to k distinct experts.
+    be.sum_slots(B::view(&s.slots, 0..t * k * d), k, d, out)?;
     Ok((bytes, run))
 }

@@ -1,0 +1,124 @@
+//! The CUDA backend's host side, checked on any machine: weights repacked for the tensor
+//! cores decode to ggml's values bit for bit, and the device kernels' integer plan (run on
+//! the host by `Repacked::reference_matmul`) gives the CPU backend's products, for every
+//! type the kernels take, on random shapes and data.
+
+use lacuna_cpu::{PackedWeight, Workspace};
+use lacuna_cuda::repack::{Layout, Repacked};
+use lacuna_quant::GgmlType;
+use proptest::prelude::*;
+
+const TYPES: [GgmlType; 12] = [
+    GgmlType::Q3_K,
+    GgmlType::Q4_K,
+    GgmlType::Q5_K,
+    GgmlType::Q6_K,
+    GgmlType::IQ4_XS,
+    GgmlType::Q8_0,
+    GgmlType::Q4_0,
+    GgmlType::Q5_0,
+    GgmlType::IQ4_NL,
+    GgmlType::F16,
+    GgmlType::BF16,
+    GgmlType::F32,
+];
+
+/// ggml bytes of `n x k` weights of `ty` from `vals` (quantized by lacuna-quant).
+fn quantized(ty: GgmlType, n: usize, k: usize, vals: &[f32]) -> Vec<u8> {
+    let row = ty.row_bytes(k as u64).unwrap() as usize;
+    let mut out = vec![0u8; n * row];
+    for (src, dst) in vals.chunks_exact(k).zip(out.chunks_exact_mut(row)) {
+        lacuna_quant::quantize_row(ty, src, dst).unwrap();
+    }
+    out
+}
+
+fn rel_l2(a: &[f32], b: &[f32]) -> f64 {
+    let num: f64 = a.iter().zip(b).map(|(x, y)| f64::from(x - y).powi(2)).sum();
+    let den: f64 = b.iter().map(|y| f64::from(*y).powi(2)).sum();
+    (num / den.max(1e-30)).sqrt()
+}
+
+fn values(seed: u64, n: usize) -> Vec<f32> {
+    // xorshift: reproducible from the proptest seed, never all zeros.
+    let mut s = seed | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    #[test]
+    fn repacked_weights_decode_and_multiply_like_the_cpu_backend(
+        ti in 0..TYPES.len(),
+        n in 1usize..40,
+        kb in 1usize..4,
+        t in 1usize..7,
+        seed in any::<u64>(),
+    ) {
+        let ty = TYPES[ti];
+        let k = kb * 256;
+        let w = values(seed, n * k);
+        let bytes = quantized(ty, n, k, &w);
+        let r = Repacked::new(ty, n, k, &bytes).unwrap();
+        prop_assert_eq!(r.layout, Layout::of(ty).unwrap());
+        // Decoding: bit for bit ggml's dequantize_row (the embedding-row kernels).
+        let row = ty.row_bytes(k as u64).unwrap() as usize;
+        let (mut got, mut want) = (vec![0.0f32; k], vec![0.0f32; k]);
+        for i in 0..n {
+            r.dequantize_row(i, &mut got);
+            lacuna_quant::dequantize_row(ty, &bytes[i * row..(i + 1) * row], &mut want).unwrap();
+            prop_assert!(got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()),
+                "{ty} row {i} decodes differently");
+        }
+        // Products: the same integer sums as the CPU kernels; only the float folds' order
+        // differs (and the CPU's f32 GEMM sums in another order).
+        let x = values(seed ^ 0x9e37_79b9, t * k);
+        let dev = r.reference_matmul(&x, t);
+        let packed = PackedWeight::new(ty, n, k, &bytes).unwrap();
+        let mut cpu = vec![0.0f32; t * n];
+        lacuna_cpu::matmul(&x, t, &packed, &mut cpu, &mut Workspace::default()).unwrap();
+        let e = rel_l2(&dev, &cpu);
+        prop_assert!(e < 1e-5, "{ty} {n}x{k} t={t}: relative L2 {e:e}");
+    }
+}
+
+#[test]
+fn types_without_a_kernel_are_typed_errors() {
+    for ty in [
+        GgmlType::Q2_K,
+        GgmlType::Q4_1,
+        GgmlType::Q5_1,
+        GgmlType::IQ2_XXS,
+    ] {
+        let err = Layout::of(ty).unwrap_err();
+        assert!(
+            matches!(err, lacuna_cuda::Error::UnsupportedType { .. }),
+            "{ty}: {err}"
+        );
+        assert!(err.to_string().contains("q4_K"), "{err}");
+    }
+    let bad = Repacked::new(GgmlType::Q4_K, 2, 256, &[0u8; 10]).unwrap_err();
+    assert!(bad.to_string().contains("needs"), "{bad}");
+}
+
+#[test]
+fn without_a_driver_the_backend_is_a_typed_error() {
+    // CI machines have no NVIDIA driver: opening must say so, not panic.
+    if lacuna_cuda::device_count() > 0 {
+        return;
+    }
+    let err = lacuna_models::CudaBackend::new(0).unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.contains("no CUDA driver") || msg.contains("no CUDA device") || msg.contains("NVRTC"),
+        "{msg}"
+    );
+}

@@ -97,27 +97,49 @@ fn gib(b: u64) -> String {
     format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64)
 }
 
-/// What this machine offers for CUDA: the driver's version when it is loaded.
+/// What this machine offers for CUDA: the device, its memory and compute capability, the
+/// driver and NVRTC versions, and whether a test kernel compiled and ran (against its host
+/// twin). The engine itself does not run on the GPU yet.
 fn cuda_status() -> (bool, String) {
-    let driver = std::fs::read_to_string("/proc/driver/nvidia/version").ok();
-    let device = std::path::Path::new("/dev/nvidia0").exists();
-    let backend = "the CUDA backend is not built into Lacuna yet (lacuna-cuda has no kernels), \
-                   so generation runs on the CPU";
-    match driver {
-        Some(v) => {
-            let line = v.lines().next().unwrap_or("").trim().to_string();
+    let engine =
+        "generation still runs on the CPU (the engine's --device selection is not wired yet)";
+    let nvrtc = match lacuna_cuda::nvrtc::version() {
+        Ok((a, b)) => format!("NVRTC {a}.{b}"),
+        Err(e) => e.to_string(),
+    };
+    if lacuna_cuda::device_count() == 0 {
+        return (
+            false,
+            format!("no usable NVIDIA GPU (no driver or no device); {nvrtc}; {engine}"),
+        );
+    }
+    match lacuna_cuda::Gpu::open(0) {
+        Err(e) => (false, format!("GPU 0 unusable: {e}; {engine}")),
+        Ok(mut gpu) => {
+            let i = gpu.info().clone();
+            let test = match gpu.self_test() {
+                Ok(e) if e < 1e-4 => {
+                    format!("test kernel compiled and ran (relative error {e:.1e})")
+                }
+                Ok(e) => format!(
+                    "test kernel ran but disagrees with its host twin (relative error {e:.1e})"
+                ),
+                Err(e) => format!("test kernel failed: {e}"),
+            };
             (
                 true,
                 format!(
-                    "NVIDIA driver loaded ({line}); device node {}; {backend}",
-                    if device { "present" } else { "absent" }
+                    "{} (sm_{}{}), {} of {} free, driver {}.{}, {nvrtc}; {test}; {engine}",
+                    i.name,
+                    i.cc.0,
+                    i.cc.1,
+                    gib(i.free_mem),
+                    gib(i.total_mem),
+                    i.driver_version / 1000,
+                    i.driver_version % 1000 / 10
                 ),
             )
         }
-        None => (
-            false,
-            format!("no NVIDIA driver (/proc/driver/nvidia/version absent); {backend}"),
-        ),
     }
 }
 

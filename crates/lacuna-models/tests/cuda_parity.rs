@@ -1,0 +1,158 @@
+//! The CUDA backend against the CPU backend, on a GPU: every GEMM kernel on random shapes
+//! and data against the host twin of its arithmetic, and whole forward passes of the LLaDA,
+//! Dream, LLaDA-MoE and LLaDA2 fixtures (full, cached window, block-causal) against the CPU
+//! backend's logits.
+//!
+//! Skips where no GPU is usable; `LACUNA_REQUIRE_GPU=1` (the GPU machine's script,
+//! `tools/bench/cuda-device.sh`) turns a skip into a failure.
+//!
+//! Thresholds: both backends quantize activations to the same int8 formats, and their
+//! integer sums are identical; what differs is the order of float additions (tile folds,
+//! the attention's online softmax, RMSNorm's reduction tree). Per GEMM that is ~1e-6
+//! relative; through a 2-layer random-weight fixture a quantization boundary can flip a
+//! few activations (one int8 step, 1/127 of a block's range), so per-row relative L2 is
+//! bounded at 2e-2 and the arg-max token must agree on at least 98% of rows.
+
+use lacuna_gguf::GgufFile;
+use lacuna_models::fixture::{FixtureSpec, QuantMix, Shape, build};
+use lacuna_models::{Arch, Backend, CpuBackend, CudaBackend, Model};
+use lacuna_quant::GgmlType;
+use lacuna_sampler::Pass;
+
+fn gpu_or_skip() -> Option<CudaBackend> {
+    match CudaBackend::new(0) {
+        Ok(b) => Some(b),
+        Err(e) => {
+            assert!(
+                std::env::var_os("LACUNA_REQUIRE_GPU").is_none(),
+                "LACUNA_REQUIRE_GPU is set but: {e}"
+            );
+            eprintln!("skipped: {e}");
+            None
+        }
+    }
+}
+
+fn values(seed: u64, n: usize) -> Vec<f32> {
+    let mut s = seed | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+fn rel_l2(a: &[f32], b: &[f32]) -> f64 {
+    let num: f64 = a.iter().zip(b).map(|(x, y)| f64::from(x - y).powi(2)).sum();
+    let den: f64 = b.iter().map(|y| f64::from(*y).powi(2)).sum();
+    (num / den.max(1e-30)).sqrt()
+}
+
+#[test]
+fn every_gemm_kernel_matches_its_host_twin() {
+    let Some(mut be) = gpu_or_skip() else { return };
+    let types = [
+        GgmlType::Q3_K,
+        GgmlType::Q4_K,
+        GgmlType::Q5_K,
+        GgmlType::Q6_K,
+        GgmlType::IQ4_XS,
+        GgmlType::Q8_0,
+        GgmlType::Q4_0,
+        GgmlType::Q5_0,
+        GgmlType::IQ4_NL,
+        GgmlType::F16,
+        GgmlType::BF16,
+        GgmlType::F32,
+    ];
+    let mut case = 0u64;
+    for ty in types {
+        // Ragged tiles on both sides: n and t not multiples of 64, k of 256 or 32.
+        for (n, k, t) in [(1, 256, 1), (70, 512, 3), (129, 768, 65), (64, 1024, 160)] {
+            case += 1;
+            let w = values(case, n * k);
+            let row = ty.row_bytes(k as u64).unwrap() as usize;
+            let mut bytes = vec![0u8; n * row];
+            for (src, dst) in w.chunks_exact(k).zip(bytes.chunks_exact_mut(row)) {
+                lacuna_quant::quantize_row(ty, src, dst).unwrap();
+            }
+            let x = values(case ^ 0xabcdef, t * k);
+            let host = lacuna_cuda::repack::Repacked::new(ty, n, k, &bytes).unwrap();
+            let want = host.reference_matmul(&x, t);
+            let wt = be.prepare_weight(ty, n, k, &bytes).unwrap();
+            let xb = be.prepare_vector(x).unwrap();
+            let mut got = vec![0.0f32; t * n];
+            be.matmul_to_host(CudaBackend::view(&xb, 0..t * k), t, &wt, &mut got)
+                .unwrap();
+            let e = rel_l2(&got, &want);
+            assert!(e < 1e-4, "{ty} n={n} k={k} t={t}: relative L2 {e:e}");
+        }
+    }
+}
+
+fn fixture(arch: Arch, quant: QuantMix) -> Vec<u8> {
+    let spec = FixtureSpec::new(arch, Shape::Tiny, 2, quant);
+    build(&spec).unwrap().to_vec().unwrap()
+}
+
+fn compare(arch: Arch, quant: QuantMix, gpu: CudaBackend) {
+    let bytes = fixture(arch, quant);
+    let mut cpu = Model::load(
+        GgufFile::from_vec(bytes.clone()).unwrap(),
+        CpuBackend::new(),
+    )
+    .unwrap();
+    let mut cuda = Model::load(GgufFile::from_vec(bytes).unwrap(), gpu).unwrap();
+    let v = cpu.vocab_size();
+    for n in [40usize, 130] {
+        let tokens: Vec<u32> = (0..n as u32).map(|i| (i * 37 + 11) % 500).collect();
+        let rows: Vec<usize> = (0..n).step_by(3).collect();
+        let passes: Vec<Pass> = vec![Pass::Full, Pass::Fill, Pass::Window(8..24)];
+        for pass in &passes {
+            let rows: Vec<usize> = match pass {
+                Pass::Window(w) => w.clone().collect(),
+                _ => rows.clone(),
+            };
+            let (mut a, mut b) = (vec![0.0; rows.len() * v], vec![0.0; rows.len() * v]);
+            cpu.forward_pass(&tokens, pass, &rows, &mut a).unwrap();
+            cuda.forward_pass(&tokens, pass, &rows, &mut b).unwrap();
+            let mut agree = 0;
+            for (ra, rb) in a.chunks_exact(v).zip(b.chunks_exact(v)) {
+                let e = rel_l2(rb, ra);
+                assert!(
+                    e < 2e-2,
+                    "{arch:?} {quant:?} n={n} {pass:?}: row relative L2 {e:e}"
+                );
+                let top = |r: &[f32]| {
+                    r.iter()
+                        .enumerate()
+                        .max_by(|x, y| x.1.total_cmp(y.1))
+                        .unwrap()
+                        .0
+                };
+                agree += usize::from(top(ra) == top(rb));
+            }
+            let frac = agree as f64 / rows.len() as f64;
+            assert!(
+                frac >= 0.98,
+                "{arch:?} {quant:?} n={n} {pass:?}: top-1 agreement {frac}"
+            );
+            eprintln!("{arch:?} {quant:?} n={n} {pass:?}: top-1 agreement {frac}");
+        }
+    }
+}
+
+#[test]
+fn whole_forwards_match_the_cpu_backend() {
+    if gpu_or_skip().is_none() {
+        return;
+    }
+    for arch in [Arch::Llada, Arch::Dream, Arch::LladaMoe, Arch::Llada2] {
+        for quant in [QuantMix::Q4KM, QuantMix::Q8_0, QuantMix::F16] {
+            compare(arch, quant, CudaBackend::new(0).unwrap());
+        }
+    }
+}

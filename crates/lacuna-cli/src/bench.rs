@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use lacuna_models::Model;
+use lacuna_models::AnyModel;
 
 /// Arguments of `lacuna bench`.
 #[derive(clap::Args)]
@@ -31,6 +31,9 @@ pub(crate) struct BenchArgs {
     /// Quantized weights: auto, compact or fast (see `lacuna run --help`).
     #[arg(long, default_value = "auto", value_parser = ["auto", "compact", "fast"])]
     weights: String,
+    /// Where the model runs: cpu, cuda, cuda:N or auto (see `lacuna run --help`).
+    #[arg(long, default_value = "auto", value_parser = crate::run::parse_device)]
+    device: lacuna_models::Device,
     #[command(flatten)]
     generate: crate::gen_bench::GenBenchArgs,
 }
@@ -49,6 +52,16 @@ pub(crate) fn init_threads(threads: Option<usize>) -> Result<()> {
     Ok(())
 }
 
+/// How a backend keeps weights: compact or repacked on the CPU, repacked for the tensor
+/// cores on a GPU.
+pub(crate) fn layout_name(cpu_compact: Option<bool>) -> &'static str {
+    match cpu_compact {
+        Some(true) => "compact",
+        Some(false) => "repacked",
+        None => "device-repacked",
+    }
+}
+
 fn ms(d: std::time::Duration, passes: u32) -> f64 {
     d.as_secs_f64() * 1e3 / f64::from(passes.max(1))
 }
@@ -58,7 +71,9 @@ pub(crate) fn run(mut a: BenchArgs) -> Result<()> {
     a.model = crate::pull::resolve_model(&a.model)?;
     let experts = lacuna_models::WeightLayout::from_name(&a.weights).unwrap_or_default();
     if !a.forward {
-        return crate::gen_bench::run(&a.model, a.threads, experts, a.runs, a.json, a.generate);
+        return crate::gen_bench::run(
+            &a.model, a.threads, experts, a.device, a.runs, a.json, a.generate,
+        );
     }
     if a.seq_len == 0 || a.runs == 0 {
         bail!("--seq-len and --runs must be at least 1");
@@ -67,7 +82,7 @@ pub(crate) fn run(mut a: BenchArgs) -> Result<()> {
     let load = Instant::now();
     let file = lacuna_gguf::GgufFile::open(&a.model)
         .with_context(|| format!("loading {}", a.model.display()))?;
-    let mut model = Model::load(file, lacuna_models::CpuBackend::with_layout(experts))
+    let mut model = AnyModel::load(file, a.device, experts)
         .with_context(|| format!("loading {}", a.model.display()))?;
     let load_s = load.elapsed().as_secs_f64();
     let vocab = model.vocab_size();
@@ -104,10 +119,10 @@ pub(crate) fn run(mut a: BenchArgs) -> Result<()> {
             "seq_len": a.seq_len,
             "threads": threads,
             "runs": a.runs,
-            "backend": lacuna_models::Backend::name(model.backend()),
+            "backend": model.backend_name(),
             "build_commit": env!("LACUNA_BUILD_COMMIT"),
-            "experts": if model.backend().experts_compact() { "compact" } else { "repacked" },
-            "dense_weights": if model.backend().dense_compact() { "compact" } else { "repacked" },
+            "experts": layout_name(model.cpu().map(|m| m.backend().experts_compact())),
+            "dense_weights": layout_name(model.cpu().map(|m| m.backend().dense_compact())),
             "weight_bytes": model.weight_bytes(),
             "ms_per_forward": times,
             "ms_per_forward_median": median,

@@ -106,6 +106,7 @@ pub(crate) fn run(
     model: &Path,
     threads: Option<usize>,
     experts: lacuna::models::WeightLayout,
+    device: lacuna::models::Device,
     runs: usize,
     json: bool,
     g: GenBenchArgs,
@@ -126,6 +127,7 @@ pub(crate) fn run(
         &EngineOptions {
             threads,
             weights: experts,
+            device,
         },
     )
     .with_context(|| format!("loading {}", model.display()))?;
@@ -178,11 +180,7 @@ pub(crate) fn run(
     let expert_bytes =
         is_moe.then(|| (parts.expert_bytes - parts0.expert_bytes) as f64 / f64::from(passes));
     let experts = is_moe.then(|| {
-        if engine.model().backend().experts_compact() {
-            "compact"
-        } else {
-            "repacked"
-        }
+        crate::bench::layout_name(engine.model().cpu().map(|m| m.backend().experts_compact()))
     });
     let threads = engine.threads();
     let step_median = median(&step_ms);
@@ -243,7 +241,10 @@ pub(crate) fn run(
             "threads": threads,
             "simd": simd,
             "ram_bytes": crate::doctor::meminfo_bytes(&meminfo, "MemTotal").unwrap_or(0),
-            "gpu": null,
+            "gpu": engine.model().gpu_info().map(|g| format!(
+                "{} (sm_{}{}, {} MiB, driver {})",
+                g.name, g.cc.0, g.cc.1, g.total_mem >> 20, g.driver_version
+            )),
         },
         "model": {
             "id": model_id,
@@ -278,7 +279,7 @@ pub(crate) fn run(
             "positions_per_forward": positions_per_forward,
             "expert_bytes_per_forward": expert_bytes,
             "experts": experts,
-            "dense_weights": if engine.model().backend().dense_compact() { "compact" } else { "repacked" },
+            "dense_weights": crate::bench::layout_name(engine.model().cpu().map(|m| m.backend().dense_compact())),
         },
         "notes": g.notes,
     });

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use lacuna_models::Model;
+use lacuna_models::AnyModel;
 
 /// Arguments of `lacuna logits`.
 #[derive(clap::Args)]
@@ -25,14 +25,17 @@ pub(crate) struct LogitsArgs {
     /// causal attention, as llama.cpp's `bailingmoe2` computes).
     #[arg(long)]
     attention_block: Option<usize>,
+    /// Where the model runs: cpu, cuda, cuda:N or auto (see `lacuna run --help`).
+    #[arg(long, default_value = "auto", value_parser = crate::run::parse_device)]
+    device: lacuna_models::Device,
 }
 
 /// Runs the forward pass and writes the logits.
 pub(crate) fn run(mut a: LogitsArgs) -> Result<()> {
     a.model = crate::pull::resolve_model(&a.model)?;
     crate::bench::init_threads(a.threads)?;
-    let mut model =
-        Model::open(&a.model).with_context(|| format!("loading {}", a.model.display()))?;
+    let mut model = AnyModel::open(&a.model, a.device, lacuna_models::WeightLayout::default())
+        .with_context(|| format!("loading {}", a.model.display()))?;
     if let Some(block) = a.attention_block {
         model.set_attention_block(block)?;
     }

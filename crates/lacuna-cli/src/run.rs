@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
-use lacuna::models::{Arch, WeightLayout};
+use lacuna::models::{Arch, Device, WeightLayout};
 use lacuna::{
     CachePolicy, DreamAlg, Editing, Engine, EngineOptions, Finish, GenerateRequest, Output,
     ParallelConfig, ParallelRule, Prompt, Remasking, StepView,
@@ -33,6 +33,15 @@ pub(crate) struct ModelArgs {
     /// the dense weights, go compact where this CPU has the kernel: Q4_K and Q6_K on x86-64).
     #[arg(long, default_value = "auto", value_parser = ["auto", "compact", "fast"])]
     pub(crate) weights: String,
+    /// Where the model runs: cpu, cuda, cuda:N, or auto (a usable CUDA GPU whose test
+    /// kernel passes, else the CPU). The CUDA backend is new and not yet verified on a GPU.
+    #[arg(long, default_value = "auto", value_parser = parse_device)]
+    pub(crate) device: Device,
+}
+
+/// `--device`: `auto`, `cpu`, `cuda` or `cuda:N`.
+pub(crate) fn parse_device(s: &str) -> Result<Device, String> {
+    Device::from_name(s).ok_or_else(|| format!("{s:?} is not a device (auto, cpu, cuda, cuda:N)"))
 }
 
 impl ModelArgs {
@@ -41,6 +50,7 @@ impl ModelArgs {
         let options = EngineOptions {
             threads: self.threads,
             weights: WeightLayout::from_name(&self.weights).unwrap_or_default(),
+            device: self.device,
         };
         match &self.model {
             Some(path) if !self.demo => {

@@ -315,6 +315,7 @@ impl Gpu {
                 out.len()
             )));
         }
+        self.ctx.bind_to_thread().map_err(drv("bind context"))?;
         // SAFETY: `src` addresses `len` live floats of a buffer of this context, and `out`
         // holds as many; the copy is synchronous on this stream after all queued work.
         let r = unsafe {
@@ -329,6 +330,7 @@ impl Gpu {
         if src.len() != dst.len {
             return Err(Error::Shape("upload length".into()));
         }
+        self.ctx.bind_to_thread().map_err(drv("bind context"))?;
         // SAFETY: `dst` addresses `len` live floats; `src` stays borrowed until the stream
         // is synchronised below.
         let r = unsafe {

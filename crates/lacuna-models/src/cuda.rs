@@ -34,6 +34,12 @@ impl CudaBackend {
     pub fn gpu(&self) -> &Gpu {
         &self.gpu
     }
+
+    /// Runs the device's test kernel (see [`Gpu::self_test`]): the relative error of one
+    /// quantized matmul against its host twin.
+    pub fn self_test(&mut self) -> Result<f64> {
+        Ok(self.gpu.self_test()?)
+    }
 }
 
 /// Repacked int8 weights take about this many bits per weight on the device (1 byte of

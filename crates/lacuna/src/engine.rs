@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use lacuna_gguf::GgufFile;
-use lacuna_models::{Arch, CpuBackend, Model};
+use lacuna_models::{AnyModel, Arch, Device};
 use lacuna_sampler::StepView;
 use lacuna_tokenizer::{ChatTemplate, Tokenizer};
 
@@ -21,9 +21,11 @@ pub struct EngineOptions {
     /// How quantized weights are kept (default: repacked, compact only where the repacked
     /// copy would not fit in memory and this CPU has the compact kernel for their type).
     pub weights: lacuna_models::WeightLayout,
+    /// Where the model runs (default: a usable CUDA GPU, else the CPU).
+    pub device: Device,
 }
 
-/// A model ready to generate: weights on the CPU backend, the tokenizer and chat template
+/// A model ready to generate: weights on the CPU or a CUDA GPU ([`EngineOptions::device`]), the tokenizer and chat template
 /// read from the same GGUF file, the mask and end tokens, and a private thread pool.
 ///
 /// ```no_run
@@ -37,7 +39,7 @@ pub struct EngineOptions {
 /// # Ok::<(), lacuna::Error>(())
 /// ```
 pub struct Engine {
-    pub(crate) model: Model<CpuBackend>,
+    pub(crate) model: AnyModel,
     pub(crate) prep: Arc<Preparer>,
     pub(crate) pool: rayon::ThreadPool,
     load_s: f64,
@@ -87,8 +89,7 @@ impl Engine {
             .build()
             .map_err(|source| Error::ThreadPool { threads, source })?;
         // Weight repacking is parallel: run it on the engine's own pool.
-        let backend = CpuBackend::with_layout(options.weights);
-        let model = pool.install(|| Model::load(file, backend))?;
+        let model = pool.install(|| AnyModel::load(file, options.device, options.weights))?;
         let tokenizer = Tokenizer::from_gguf(model.file())?;
         if tokenizer.n_vocab() != model.vocab_size() {
             return Err(Error::VocabMismatch {
@@ -145,7 +146,7 @@ impl Engine {
     }
 
     /// The model.
-    pub fn model(&self) -> &Model<CpuBackend> {
+    pub fn model(&self) -> &AnyModel {
         &self.model
     }
 

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Instant;
 
-use lacuna_models::{Arch, KvCache};
+use lacuna_models::{AnyCache, Arch};
 use lacuna_sampler::{Denoiser, Pass, StepView};
 use lacuna_tokenizer::Tokenizer;
 
@@ -219,7 +219,7 @@ impl SharedEngine {
         lock(&self.stats).active += 1;
         let mut denoiser = InTurn {
             shared: self,
-            cache: KvCache::default(),
+            cache: lock(&self.engine).model.new_cache(),
             attn_block: prepared.attention_block(),
             cancel,
             vocab: self.prep.tokenizer.n_vocab(),
@@ -257,7 +257,7 @@ pub(crate) enum TurnError {
 /// pass it runs.
 struct InTurn<'a> {
     shared: &'a SharedEngine,
-    cache: KvCache,
+    cache: AnyCache,
     /// This generation's LLaDA2 attention block, set on the model at every turn.
     attn_block: Option<usize>,
     cancel: &'a CancelToken,
@@ -299,9 +299,9 @@ impl Denoiser for InTurn<'_> {
         if let Some(block) = self.attn_block {
             model.set_attention_block(block)?;
         }
-        model.swap_cache(&mut self.cache);
+        model.swap_cache(&mut self.cache)?;
         let result = pool.install(|| model.forward_pass(canvas, pass, rows, out));
-        model.swap_cache(&mut self.cache);
+        model.swap_cache(&mut self.cache)?;
         lock(&self.shared.stats).forwards += 1;
         Ok(result?)
     }

@@ -91,6 +91,8 @@ def main():
                     "AVX2-only machine); also suffixed to the lacuna result's name")
     ap.add_argument("--llama-model", help="the file llama.cpp runs instead of --model (LLaDA2: its "
                     "bailingmoe2 twin, the same weights under an architecture llama.cpp has)")
+    ap.add_argument("--lacuna-device", help="lacuna's --device (cpu, cuda, cuda:N); the GPU it reports goes "
+                    "into machine.gpu and the device into the result's name")
     ap.add_argument("--weights", help="lacuna's --weights (MoE experts: auto, compact, fast); "
                     "also suffixed to the lacuna result's name")
     a = ap.parse_args()
@@ -125,13 +127,14 @@ def main():
                       f"({', '.join(f'{m:.0f}' for m in meds)} ms).")
         # The commit the lacuna binary embeds (its build), else the checkout's.
         res = dict(schema="lacuna.bench.v1", engine=r0["eng"], repo_commit=r0.get("commit") or commit, date=r0["date"],
-                   machine=dict(id=a.machine_id, **machine(th)), model=model,
+                   machine=dict(id=a.machine_id, **dict(machine(th), gpu=r0.get("gpu"))), model=model,
                    workload=dict(kind="forward", prompt_tokens=t, gen_tokens=0, steps=None, block_length=None, sampler=None),
                    figures=dict(runs=a.runs * a.rounds, step_ms=dict(median=med, min=mn, max=mx),
                                 forward_tokens_per_s=t / (med / 1000), generated_tokens_per_s=None, startup_s=None,
                                 peak_rss_bytes=max(r["peak"] for r in rs)),
                    notes=notes)
         who = ("lacuna" + (f"-{a.weights}" if a.weights else "") + (f"-{a.lacuna_path}" if a.lacuna_path else "")
+               + (f"-{a.lacuna_device.replace(':', '')}" if a.lacuna_device else "")
                if engine == "lacuna" else f"llama-{build}")
         name = os.path.join(outdir, f"{a.model_id}-T{t}-{who}-t{th}-{a.tag}.json")
         with open(name, "w") as f:
@@ -146,7 +149,8 @@ def measure(a, engine, build, t, th):
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     if engine == "lacuna":
         cmd = [LACUNA, "bench", "-m", a.model, "--forward", "--seq-len", str(t), "--threads", str(th),
-               "--runs", str(a.runs), "--json"] + (["--weights", a.weights] if a.weights else [])
+               "--runs", str(a.runs), "--json"] + (["--weights", a.weights] if a.weights else []) \
+            + (["--device", a.lacuna_device] if a.lacuna_device else [])
     else:
         cmd = [ORACLES[build], "bench", "--model", a.llama_model or a.model, "--seq-len", str(t),
                "--threads", str(th), "--runs", str(a.runs), "--json"]
@@ -171,7 +175,7 @@ def measure(a, engine, build, t, th):
         eng = dict(name="llama.cpp", version=r["llama_cpp_version"], build=r["build_flavour"])
         notes = f"{shown} (non-causal, flash attention off, all-position logits)."
     return dict(med=med, min=mn, max=mx, peak=peak, eng=eng, notes=notes, load=load, date=date,
-                commit=r.get("build_commit") if engine == "lacuna" else None)
+                commit=r.get("build_commit") if engine == "lacuna" else None, gpu=r.get("gpu"))
 
 
 if __name__ == "__main__":

@@ -218,7 +218,21 @@ fn doctor_reports_paths_and_cuda() {
         );
     }
     assert!(v["active_path"].is_string());
-    assert!(v["cuda"].as_str().unwrap().contains("CUDA backend"));
+    // Either a GPU with its compute capability and test-kernel result, or why there is none;
+    // both name NVRTC (its version, or why it did not load).
+    let cuda = v["cuda"].as_str().unwrap();
+    if v["cuda_driver"].as_bool().unwrap() {
+        assert!(
+            cuda.contains("sm_") && cuda.contains("test kernel"),
+            "{cuda}"
+        );
+    } else {
+        assert!(
+            cuda.contains("no usable NVIDIA GPU") || cuda.contains("unusable"),
+            "{cuda}"
+        );
+    }
+    assert!(cuda.contains("NVRTC"), "{cuda}");
     let text = lacuna(&["doctor"]);
     assert!(text.status.success());
     let out = String::from_utf8_lossy(&text.stdout);

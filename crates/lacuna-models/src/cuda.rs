@@ -19,6 +19,8 @@ use crate::{Error, Result, RopeStyle};
 #[derive(Debug)]
 pub struct CudaBackend {
     gpu: Gpu,
+    /// Device-side output of the matmuls whose result goes to the host (LM head, router).
+    host_out: DevBuf,
 }
 
 impl CudaBackend {
@@ -27,6 +29,7 @@ impl CudaBackend {
     pub fn new(ordinal: usize) -> Result<CudaBackend> {
         Ok(CudaBackend {
             gpu: Gpu::open(ordinal)?,
+            host_out: DevBuf::default(),
         })
     }
 
@@ -160,10 +163,10 @@ impl Backend for CudaBackend {
         w: &DevWeight,
         y: &mut [f32],
     ) -> Result<()> {
-        let mut tmp = DevBuf::default();
-        self.gpu.ensure_f32(&mut tmp, t * w.n)?;
-        self.gpu.matmul(x, t, w, tmp.view(0..t * w.n))?;
-        Ok(self.gpu.download(tmp.view(0..t * w.n), y)?)
+        let n = t * w.n;
+        self.gpu.ensure_f32(&mut self.host_out, n)?;
+        self.gpu.matmul(x, t, w, self.host_out.view(0..n))?;
+        Ok(self.gpu.download(self.host_out.view(0..n), y)?)
     }
 
     fn rms_norm(

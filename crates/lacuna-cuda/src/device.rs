@@ -389,6 +389,10 @@ impl Gpu {
     }
 
     fn launch(&self, name: &str, grid: (u32, u32), block: u32, args: &[&dyn Arg]) -> Result<()> {
+        // Nothing to do (no rows, no tokens): a zero-sized grid is a launch error in CUDA.
+        if grid.0 == 0 || grid.1 == 0 {
+            return Ok(());
+        }
         let f = self.func(name)?;
         let mut b = self.stream.launch_builder(f);
         let vals: Vec<ArgVal> = args.iter().map(|a| a.val()).collect();
@@ -425,6 +429,9 @@ impl Gpu {
                 "matmul {t}x{k} . {n}x{k} into {}",
                 y.len
             )));
+        }
+        if t == 0 {
+            return Ok(());
         }
         let tiles = ((n.div_ceil(64)) as u32, (t.div_ceil(64)) as u32);
         let p = |s: &Option<CudaSlice<i8>>| s.as_ref().map_or(0, |s| ptr_of(s, &self.stream));
@@ -481,14 +488,14 @@ impl Gpu {
                 if kfmt {
                     self.launch(
                         "quantize_q8k",
-                        ((k / 256) as u32, t as u32),
+                        (t as u32, (k / 256) as u32),
                         32,
                         &[&x.ptr, &(k as i32), &xq, &xd, &xs],
                     )?;
                 } else {
                     self.launch(
                         "quantize_q8_0",
-                        ((k / 32) as u32, t as u32),
+                        (t as u32, (k / 32) as u32),
                         32,
                         &[&x.ptr, &(k as i32), &xq, &xd],
                     )?;
@@ -580,6 +587,22 @@ impl Gpu {
             return Err(Error::Shape(format!(
                 "attention head_dim {} (multiple of 32, at most 256), heads {}/{}",
                 a.head_dim, a.n_head, a.n_head_kv
+            )));
+        }
+        let (qw, kw) = (a.n_head * a.head_dim, a.n_head_kv * a.head_dim);
+        let queries = q.len / qw;
+        let rows_ok = rows.is_none_or(|r| r.len() == n_rows && r.iter().all(|&i| i < queries));
+        if a.keys == 0
+            || q.len % qw != 0
+            || k.len != a.keys * kw
+            || v.len != a.keys * kw
+            || out.len != n_rows * qw
+            || !rows_ok
+            || (rows.is_none() && n_rows != queries)
+        {
+            return Err(Error::Shape(format!(
+                "attention: {} query floats, {} key and {} value floats for {} keys, {} output                  floats for {n_rows} rows",
+                q.len, k.len, v.len, a.keys, out.len
             )));
         }
         let rp = match rows {

@@ -30,6 +30,9 @@ pub struct FunctionReport {
     pub spill_stores: u32,
     /// Bytes of spill loads.
     pub spill_loads: u32,
+    /// Bytes of local-memory stack frame (arrays the compiler could not keep in registers
+    /// show here, not as spills).
+    pub stack_frame: u32,
     /// Registers per thread, when reported.
     pub registers: Option<u32>,
 }
@@ -57,10 +60,13 @@ fn check(r: sys::nvrtcResult, what: &str) -> Result<()> {
 }
 
 /// The options every source is compiled with for `sm_{arch}`: IEEE division and square
-/// root and no flush-to-zero (parity with the CPU backend), C++17, and ptxas's `-v`.
+/// root, no flush-to-zero and no contraction of `a * b + c` into one FMA (so the kernels round
+/// where the CPU backend and the host twins do; explicit `fmaf` still fuses), C++17, and
+/// ptxas's `-v`.
 pub fn options(arch: u32) -> Vec<String> {
     vec![
         format!("--gpu-architecture=sm_{arch}"),
+        "--fmad=false".into(),
         "--std=c++17".into(),
         "--ptxas-options=-v".into(),
         "-default-device".into(),
@@ -220,10 +226,12 @@ pub fn function_reports(log: &str) -> Vec<FunctionReport> {
                     .to_string(),
                 spill_stores: 0,
                 spill_loads: 0,
+                stack_frame: 0,
                 registers: None,
             });
         } else if let Some(f) = out.last_mut() {
             if let Some(s) = number_before(line, "bytes spill stores") {
+                f.stack_frame = number_before(line, "bytes stack frame").unwrap_or(0);
                 f.spill_stores = s;
                 f.spill_loads = number_before(line, "bytes spill loads").unwrap_or(0);
             } else if let Some(r) = number_before(line, "registers") {

@@ -81,7 +81,8 @@ extern "C" __global__ void __launch_bounds__(128, 1)
         const int i = blockIdx.x * AQ + warp * 4 + j;
         if (i >= n_rows || vis[j] == 0) continue;
         const float inv = 1.0f / l[j];
-        for (int e = 0; e < per; e++)
-            out[(size_t)i * qw + h * head_dim + e * WARP + lane] = o[j][e] * inv;
+#pragma unroll
+        for (int e = 0; e < 8; e++)
+            if (e < per) out[(size_t)i * qw + h * head_dim + e * WARP + lane] = o[j][e] * inv;
     }
 }

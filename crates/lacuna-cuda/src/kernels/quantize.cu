@@ -3,12 +3,12 @@
 // 32-element ones, f16/bf16 rounding for F16/BF16 weights. Signed int8 (the CPU stores
 // q + 128 for vpdpbusd; the values are the same).
 
-// Q8_K: one warp per 256-element block; grid (k / 256, t). d = 1 / (-127 / max) with max
+// Q8_K: one warp per 256-element block; grid (t, k / 256). d = 1 / (-127 / max) with max
 // the first element of largest magnitude; sums per 16 (the min terms' activation side).
 extern "C" __global__ void quantize_q8k(const float* __restrict__ x, int k,
                                         i8* __restrict__ q, float* __restrict__ d,
                                         int* __restrict__ sums16) {
-    const int blk = blockIdx.x, row = blockIdx.y, lane = threadIdx.x;
+    const int row = blockIdx.x, blk = blockIdx.y, lane = threadIdx.x;
     const size_t base = (size_t)row * k + (size_t)blk * 256 + lane * 8;
     float v[8];
     float best = 0.0f, bestv = 0.0f;
@@ -49,11 +49,11 @@ extern "C" __global__ void quantize_q8k(const float* __restrict__ x, int k,
     if ((lane & 1) == 0) sums16[(size_t)row * (k / 16) + blk * 16 + lane / 2] = s;
 }
 
-// Q8_0 (ggml's x86 quantize_row_q8_0): one warp per 32-element block; grid (k / 32, t).
-// d is the f16 ggml stores (widened); q = round(v * 127 / amax).
+// Q8_0 (ggml's x86 quantize_row_q8_0): one warp per 32-element block.
+// Grid (t, k / 32). d is the f16 ggml stores (widened); q = round(v * 127 / amax).
 extern "C" __global__ void quantize_q8_0(const float* __restrict__ x, int k,
                                          i8* __restrict__ q, float* __restrict__ d) {
-    const int blk = blockIdx.x, row = blockIdx.y, lane = threadIdx.x;
+    const int row = blockIdx.x, blk = blockIdx.y, lane = threadIdx.x;
     const size_t at = (size_t)row * k + (size_t)blk * 32 + lane;
     const float v = x[at];
     const float amax = warp_max(fabsf(v));

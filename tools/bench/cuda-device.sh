@@ -34,7 +34,9 @@ if [ "${1:-}" = "--build" ]; then
   bin=$(cargo test --release -p lacuna-models --test cuda_parity --no-run --message-format=json 2>/dev/null \
     | python3 -c 'import json,sys; [print(m["executable"]) for m in map(json.loads, sys.stdin) if m.get("executable")]' | tail -1)
   cp "$bin" "$DEST/cuda_parity"
-  ls -la "$DEST"
+  # Without debug info: the carry limit is 64 MiB.
+  strip "$DEST/lacuna" "$DEST/cuda_parity"
+  du -sh "$DEST"; ls -la "$DEST"
   exit 0
 fi
 

@@ -64,7 +64,11 @@ def prepare_run(a):
     arch, d, h, kv, ffn, vocab = next(v for k, v in SHAPES.items() if a.model_id.startswith(k))
     model = dict(id=a.model_id, architecture=arch, layers=a.layers, d_model=d, heads=h, kv_heads=kv, ffn=ffn,
                  vocab=vocab, quant=a.quant, file_bytes=os.path.getsize(a.model), synthetic=True)
-    commit = subprocess.check_output(["git", "-C", ROOT, "rev-parse", "--short=12", "HEAD"], text=True).strip()
+    try:
+        commit = subprocess.check_output(["git", "-C", ROOT, "rev-parse", "--short=12", "HEAD"], text=True,
+                                         stderr=subprocess.DEVNULL).strip()
+    except (OSError, subprocess.CalledProcessError):  # a copy of the tree without .git (the GPU machine)
+        commit = None
     outdir = os.path.join(ROOT, "bench-results", a.machine_id)
     os.makedirs(outdir, exist_ok=True)
     return model, commit, outdir

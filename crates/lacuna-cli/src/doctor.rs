@@ -99,10 +99,9 @@ fn gib(b: u64) -> String {
 
 /// What this machine offers for CUDA: the device, its memory and compute capability, the
 /// driver and NVRTC versions, and whether a test kernel compiled and ran (against its host
-/// twin). The engine itself does not run on the GPU yet.
+/// twin), which `--device auto` also requires before it picks the GPU.
 fn cuda_status() -> (bool, String) {
-    let engine =
-        "generation still runs on the CPU (the engine's --device selection is not wired yet)";
+    let engine = "the CUDA backend is new and not yet verified on a GPU";
     let nvrtc = match lacuna_cuda::nvrtc::version() {
         Ok((a, b)) => format!("NVRTC {a}.{b}"),
         Err(e) => e.to_string(),

@@ -8,6 +8,9 @@ use lacuna_cuda::repack::{Layout, Repacked};
 use lacuna_quant::GgmlType;
 use proptest::prelude::*;
 
+mod common;
+use common::{quantized, rel_l2, values};
+
 const TYPES: [GgmlType; 12] = [
     GgmlType::Q3_K,
     GgmlType::Q4_K,
@@ -22,35 +25,6 @@ const TYPES: [GgmlType; 12] = [
     GgmlType::BF16,
     GgmlType::F32,
 ];
-
-/// ggml bytes of `n x k` weights of `ty` from `vals` (quantized by lacuna-quant).
-fn quantized(ty: GgmlType, n: usize, k: usize, vals: &[f32]) -> Vec<u8> {
-    let row = ty.row_bytes(k as u64).unwrap() as usize;
-    let mut out = vec![0u8; n * row];
-    for (src, dst) in vals.chunks_exact(k).zip(out.chunks_exact_mut(row)) {
-        lacuna_quant::quantize_row(ty, src, dst).unwrap();
-    }
-    out
-}
-
-fn rel_l2(a: &[f32], b: &[f32]) -> f64 {
-    let num: f64 = a.iter().zip(b).map(|(x, y)| f64::from(x - y).powi(2)).sum();
-    let den: f64 = b.iter().map(|y| f64::from(*y).powi(2)).sum();
-    (num / den.max(1e-30)).sqrt()
-}
-
-fn values(seed: u64, n: usize) -> Vec<f32> {
-    // xorshift: reproducible from the proptest seed, never all zeros.
-    let mut s = seed | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
-}
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(24))]

@@ -19,6 +19,9 @@ use lacuna_models::{Arch, Backend, CpuBackend, CudaBackend, Model};
 use lacuna_quant::GgmlType;
 use lacuna_sampler::Pass;
 
+mod common;
+use common::{quantized, rel_l2, values};
+
 fn gpu_or_skip() -> Option<CudaBackend> {
     match CudaBackend::new(0) {
         Ok(b) => Some(b),
@@ -31,24 +34,6 @@ fn gpu_or_skip() -> Option<CudaBackend> {
             None
         }
     }
-}
-
-fn values(seed: u64, n: usize) -> Vec<f32> {
-    let mut s = seed | 1;
-    (0..n)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
-}
-
-fn rel_l2(a: &[f32], b: &[f32]) -> f64 {
-    let num: f64 = a.iter().zip(b).map(|(x, y)| f64::from(x - y).powi(2)).sum();
-    let den: f64 = b.iter().map(|y| f64::from(*y).powi(2)).sum();
-    (num / den.max(1e-30)).sqrt()
 }
 
 #[test]
@@ -74,11 +59,7 @@ fn every_gemm_kernel_matches_its_host_twin() {
         for (n, k, t) in [(1, 256, 1), (70, 512, 3), (129, 768, 65), (64, 1024, 160)] {
             case += 1;
             let w = values(case, n * k);
-            let row = ty.row_bytes(k as u64).unwrap() as usize;
-            let mut bytes = vec![0u8; n * row];
-            for (src, dst) in w.chunks_exact(k).zip(bytes.chunks_exact_mut(row)) {
-                lacuna_quant::quantize_row(ty, src, dst).unwrap();
-            }
+            let bytes = quantized(ty, n, k, &w);
             let x = values(case ^ 0xabcdef, t * k);
             let host = lacuna_cuda::repack::Repacked::new(ty, n, k, &bytes).unwrap();
             let want = host.reference_matmul(&x, t);
@@ -120,20 +101,12 @@ fn compare(arch: Arch, quant: QuantMix, gpu: CudaBackend) {
             cpu.forward_pass(&tokens, pass, &rows, &mut a).unwrap();
             cuda.forward_pass(&tokens, pass, &rows, &mut b).unwrap();
             let mut agree = 0;
-            for (ra, rb) in a.chunks_exact(v).zip(b.chunks_exact(v)) {
-                let e = rel_l2(rb, ra);
+            for (e, same_top1) in common::rows(&b, &a, v) {
                 assert!(
                     e < 2e-2,
                     "{arch:?} {quant:?} n={n} {pass:?}: row relative L2 {e:e}"
                 );
-                let top = |r: &[f32]| {
-                    r.iter()
-                        .enumerate()
-                        .max_by(|x, y| x.1.total_cmp(y.1))
-                        .unwrap()
-                        .0
-                };
-                agree += usize::from(top(ra) == top(rb));
+                agree += usize::from(same_top1);
             }
             let frac = agree as f64 / rows.len() as f64;
             assert!(

@@ -57,20 +57,46 @@ pub(crate) fn read_logits(path: &str) -> Vec<f32> {
         .collect()
 }
 
+/// The relative L2 error of `got` against `want`.
+pub(crate) fn rel_l2(got: &[f32], want: &[f32]) -> f64 {
+    let err: f64 = got
+        .iter()
+        .zip(want)
+        .map(|(&a, &b)| f64::from(a - b).powi(2))
+        .sum();
+    let norm: f64 = want.iter().map(|&b| f64::from(b).powi(2)).sum();
+    (err / norm.max(1e-30)).sqrt()
+}
+
 /// Per row of `vocab` logits: the relative L2 error of `got` against `want`, and whether
 /// the two rows have the same arg-max.
 pub(crate) fn rows(got: &[f32], want: &[f32], vocab: usize) -> Vec<(f64, bool)> {
     let argmax = |v: &[f32]| (0..v.len()).max_by(|&i, &j| v[i].total_cmp(&v[j])).unwrap();
     got.chunks_exact(vocab)
         .zip(want.chunks_exact(vocab))
-        .map(|(g, r)| {
-            let err: f64 = g
-                .iter()
-                .zip(r)
-                .map(|(&a, &b)| f64::from(a - b).powi(2))
-                .sum();
-            let norm: f64 = r.iter().map(|&b| f64::from(b).powi(2)).sum();
-            ((err / norm).sqrt(), argmax(g) == argmax(r))
+        .map(|(g, r)| (rel_l2(g, r), argmax(g) == argmax(r)))
+        .collect()
+}
+
+/// `n` reproducible values in [-1, 1) from `seed` (xorshift; never all zeros).
+pub(crate) fn values(seed: u64, n: usize) -> Vec<f32> {
+    let mut s = seed | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
         })
         .collect()
+}
+
+/// ggml bytes of `n x k` weights of `ty` quantized from `vals` by lacuna-quant.
+pub(crate) fn quantized(ty: lacuna_quant::GgmlType, n: usize, k: usize, vals: &[f32]) -> Vec<u8> {
+    let row = ty.row_bytes(k as u64).unwrap() as usize;
+    let mut out = vec![0u8; n * row];
+    for (src, dst) in vals.chunks_exact(k).zip(out.chunks_exact_mut(row)) {
+        lacuna_quant::quantize_row(ty, src, dst).unwrap();
+    }
+    out
 }

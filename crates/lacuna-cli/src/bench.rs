@@ -120,10 +120,7 @@ pub(crate) fn run(mut a: BenchArgs) -> Result<()> {
             "threads": threads,
             "runs": a.runs,
             "backend": model.backend_name(),
-            "gpu": model.gpu_info().map(|g| format!(
-                "{} (sm_{}{}, {} MiB, driver {})",
-                g.name, g.cc.0, g.cc.1, g.total_mem >> 20, g.driver_version
-            )),
+            "gpu": model.gpu_info().map(|g| g.to_string()),
             "build_commit": env!("LACUNA_BUILD_COMMIT"),
             "experts": layout_name(model.cpu().map(|m| m.backend().experts_compact())),
             "dense_weights": layout_name(model.cpu().map(|m| m.backend().dense_compact())),

@@ -127,16 +127,7 @@ fn cuda_status() -> (bool, String) {
             };
             (
                 true,
-                format!(
-                    "{} (sm_{}{}), {} of {} free, driver {}.{}, {nvrtc}; {test}; {engine}",
-                    i.name,
-                    i.cc.0,
-                    i.cc.1,
-                    gib(i.free_mem),
-                    gib(i.total_mem),
-                    i.driver_version / 1000,
-                    i.driver_version % 1000 / 10
-                ),
+                format!("{i}, {} free, {nvrtc}; {test}; {engine}", gib(i.free_mem)),
             )
         }
     }

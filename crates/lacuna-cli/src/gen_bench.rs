@@ -241,10 +241,7 @@ pub(crate) fn run(
             "threads": threads,
             "simd": simd,
             "ram_bytes": crate::doctor::meminfo_bytes(&meminfo, "MemTotal").unwrap_or(0),
-            "gpu": engine.model().gpu_info().map(|g| format!(
-                "{} (sm_{}{}, {} MiB, driver {})",
-                g.name, g.cc.0, g.cc.1, g.total_mem >> 20, g.driver_version
-            )),
+            "gpu": engine.model().gpu_info().map(|g| g.to_string()),
         },
         "model": {
             "id": model_id,

@@ -6,7 +6,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig, PushKernelArg,
+    CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig,
+    PushKernelArg, ValidAsZeroBits,
 };
 
 use crate::kernels::{self, Source};
@@ -30,6 +31,22 @@ pub struct GpuInfo {
     pub driver_version: i32,
     /// NVRTC version.
     pub nvrtc_version: (i32, i32),
+}
+
+impl std::fmt::Display for GpuInfo {
+    /// `NVIDIA H200 (sm_90, 143771 MiB, driver 12.8)`: what benchmark files record.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} (sm_{}{}, {} MiB, driver {}.{})",
+            self.name,
+            self.cc.0,
+            self.cc.1,
+            self.total_mem >> 20,
+            self.driver_version / 1000,
+            self.driver_version % 1000 / 10
+        )
+    }
 }
 
 /// Devices the driver sees (0 when there is no driver).
@@ -349,43 +366,12 @@ impl Gpu {
     /// Uploads row indices (as i32) to the index workspace; returns its device address.
     fn indices(&mut self, rows: &[usize]) -> Result<u64> {
         let v: Vec<i32> = rows.iter().map(|&r| r as i32).collect();
-        if self.idx.as_ref().is_none_or(|s| s.len() < v.len()) {
-            self.idx = Some(
-                self.stream
-                    .alloc_zeros::<i32>(v.len().max(1024))
-                    .map_err(drv("alloc"))?,
-            );
-        }
-        let s = self
-            .idx
-            .as_mut()
-            .ok_or_else(|| Error::Shape("index buffer".into()))?;
-        let mut head = s.slice_mut(0..v.len());
-        self.stream
-            .memcpy_htod(&v, &mut head)
-            .map_err(drv("upload"))?;
-        let (p, _sync) = s.device_ptr(&self.stream);
-        Ok(p)
+        upload_scratch(&self.stream, &mut self.idx, &v)
     }
 
+    /// Uploads floats (a MoE expert's routing weights) to their workspace.
     fn floats(&mut self, v: &[f32]) -> Result<u64> {
-        if self.fidx.as_ref().is_none_or(|s| s.len() < v.len()) {
-            self.fidx = Some(
-                self.stream
-                    .alloc_zeros::<f32>(v.len().max(1024))
-                    .map_err(drv("alloc"))?,
-            );
-        }
-        let s = self
-            .fidx
-            .as_mut()
-            .ok_or_else(|| Error::Shape("scale buffer".into()))?;
-        let mut head = s.slice_mut(0..v.len());
-        self.stream
-            .memcpy_htod(v, &mut head)
-            .map_err(drv("upload"))?;
-        let (p, _sync) = s.device_ptr(&self.stream);
-        Ok(p)
+        upload_scratch(&self.stream, &mut self.fidx, v)
     }
 
     fn launch(&self, name: &str, grid: (u32, u32), block: u32, args: &[&dyn Arg]) -> Result<()> {
@@ -434,22 +420,18 @@ impl Gpu {
             return Ok(());
         }
         let tiles = ((n.div_ceil(64)) as u32, (t.div_ceil(64)) as u32);
-        let p = |s: &Option<CudaSlice<i8>>| s.as_ref().map_or(0, |s| ptr_of(s, &self.stream));
-        let pf = |s: &Option<CudaSlice<f32>>| s.as_ref().map_or(0, |s| ptr_of(s, &self.stream));
+        let st = &self.stream;
         match w.layout {
             Layout::F16 | Layout::BF16 => {
                 let need = t * k;
-                if self.xh.as_ref().is_none_or(|s| s.len() < need) {
-                    self.xh = Some(self.stream.alloc_zeros::<u16>(need).map_err(drv("alloc"))?);
-                }
-                let xh = self.xh.as_ref().map_or(0, |s| ptr_of(s, &self.stream));
+                let xh = scratch(st, &mut self.xh, need)?;
                 let round = if w.layout == Layout::F16 {
                     "round_f16"
                 } else {
                     "round_bf16"
                 };
                 self.launch(round, (grid(need), 1), 256, &[&x.ptr, &(need as u64), &xh])?;
-                let wh = w.half.as_ref().map_or(0, |s| ptr_of(s, &self.stream));
+                let wh = addr(&w.half, &self.stream);
                 self.launch(
                     w.layout.kernel(),
                     tiles,
@@ -458,7 +440,7 @@ impl Gpu {
                 )
             }
             Layout::F32 => {
-                let wf = pf(&w.full);
+                let wf = addr(&w.full, st);
                 self.launch(
                     "gemm_f32",
                     tiles,
@@ -473,18 +455,9 @@ impl Gpu {
                 } else {
                     (t * k / 32, 1)
                 };
-                if self.xq.as_ref().is_none_or(|s| s.len() < t * k) {
-                    self.xq = Some(self.stream.alloc_zeros::<i8>(t * k).map_err(drv("alloc"))?);
-                }
-                if self.xd.as_ref().is_none_or(|s| s.len() < nd) {
-                    self.xd = Some(self.stream.alloc_zeros::<f32>(nd).map_err(drv("alloc"))?);
-                }
-                if self.xs.as_ref().is_none_or(|s| s.len() < ns) {
-                    self.xs = Some(self.stream.alloc_zeros::<i32>(ns).map_err(drv("alloc"))?);
-                }
-                let xq = p(&self.xq);
-                let xd = pf(&self.xd);
-                let xs = self.xs.as_ref().map_or(0, |s| ptr_of(s, &self.stream));
+                let xq = scratch(st, &mut self.xq, t * k)?;
+                let xd = scratch(st, &mut self.xd, nd)?;
+                let xs = scratch(st, &mut self.xs, ns)?;
                 if kfmt {
                     self.launch(
                         "quantize_q8k",
@@ -500,12 +473,13 @@ impl Gpu {
                         &[&x.ptr, &(k as i32), &xq, &xd],
                     )?;
                 }
+                let st = &self.stream;
                 let args: [&dyn Arg; 12] = [
-                    &p(&w.q),
-                    &p(&w.sc),
-                    &p(&w.mn),
-                    &pf(&w.d),
-                    &pf(&w.dmin),
+                    &addr(&w.q, st),
+                    &addr(&w.sc, st),
+                    &addr(&w.mn, st),
+                    &addr(&w.d, st),
+                    &addr(&w.dmin, st),
                     &xq,
                     &xd,
                     &xs,
@@ -735,15 +709,15 @@ impl Gpu {
 
     /// Embedding rows of `tokens` from a repacked table into `out`.
     pub fn get_rows(&mut self, table: &DevWeight, tokens: &[u32], out: DevView<'_>) -> Result<()> {
-        let ids: Vec<usize> = tokens.iter().map(|&t| t as usize).collect();
-        let tp = self.indices(&ids)?;
+        let ids: Vec<i32> = tokens.iter().map(|&t| t as i32).collect();
+        let tp = upload_scratch(&self.stream, &mut self.idx, &ids)?;
         let k = table.k as i32;
         let g = (tokens.len() as u32, 1);
-        let p = |s: &Option<CudaSlice<i8>>| s.as_ref().map_or(0, |s| ptr_of(s, &self.stream));
-        let pf = |s: &Option<CudaSlice<f32>>| s.as_ref().map_or(0, |s| ptr_of(s, &self.stream));
+        let st = &self.stream;
+        let (p, pf) = (|s| addr::<i8>(s, st), |s| addr::<f32>(s, st));
         match table.layout {
             Layout::F16 | Layout::BF16 => {
-                let h = table.half.as_ref().map_or(0, |s| ptr_of(s, &self.stream));
+                let h = addr(&table.half, st);
                 self.launch(
                     "get_rows_f16",
                     g,
@@ -836,6 +810,38 @@ impl Gpu {
 fn ptr_of<T>(s: &CudaSlice<T>, stream: &Arc<CudaStream>) -> u64 {
     let (p, _sync) = s.device_ptr(stream);
     p
+}
+
+/// The device address of an optional buffer (0, a null pointer, for one a layout lacks).
+fn addr<T>(s: &Option<CudaSlice<T>>, stream: &Arc<CudaStream>) -> u64 {
+    s.as_ref().map_or(0, |s| ptr_of(s, stream))
+}
+
+/// Grows the workspace in `slot` to at least `n` elements (at least 1024, so small uploads
+/// do not reallocate); returns its device address.
+fn scratch<T: DeviceRepr + ValidAsZeroBits>(
+    stream: &Arc<CudaStream>,
+    slot: &mut Option<CudaSlice<T>>,
+    n: usize,
+) -> Result<u64> {
+    if slot.as_ref().is_none_or(|s| s.len() < n) {
+        *slot = Some(stream.alloc_zeros::<T>(n.max(1024)).map_err(drv("alloc"))?);
+    }
+    Ok(addr(slot, stream))
+}
+
+/// Copies `v` to the start of the workspace in `slot` (grown as needed).
+fn upload_scratch<T: DeviceRepr + ValidAsZeroBits>(
+    stream: &Arc<CudaStream>,
+    slot: &mut Option<CudaSlice<T>>,
+    v: &[T],
+) -> Result<u64> {
+    let at = scratch(stream, slot, v.len())?;
+    if let Some(s) = slot {
+        let mut head = s.slice_mut(0..v.len());
+        stream.memcpy_htod(v, &mut head).map_err(drv("upload"))?;
+    }
+    Ok(at)
 }
 
 fn load(

@@ -11,20 +11,25 @@ use crate::{Error, Result};
 /// loader's search path (`None`).
 static NVRTC: OnceLock<Result<Option<PathBuf>, Option<PathBuf>>> = OnceLock::new();
 
-/// The NVRTC library file inside a PyPI `nvidia-cuda-nvrtc-cu12` install under `site`.
-fn in_site_packages(site: &Path) -> Option<PathBuf> {
-    let lib = site.join("nvidia/cuda_nvrtc/lib");
-    let mut found: Vec<PathBuf> = std::fs::read_dir(&lib)
+/// The newest `libnvrtc.so*` in `dir` (`libnvrtc.so.12` over `libnvrtc.so`; not the
+/// `.alt` or `-builtins` libraries).
+fn newest_in(dir: &Path) -> Option<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
         .ok()?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| {
             p.file_name()
                 .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("libnvrtc.so."))
+                .is_some_and(|n| n.starts_with("libnvrtc.so"))
         })
         .collect();
     found.sort();
     found.pop()
+}
+
+/// The NVRTC library file inside a PyPI `nvidia-cuda-nvrtc-cu12` install under `site`.
+fn in_site_packages(site: &Path) -> Option<PathBuf> {
+    newest_in(&site.join("nvidia/cuda_nvrtc/lib"))
 }
 
 /// Python's site-packages directories, asked of `python3` (for the PyPI package).
@@ -50,25 +55,11 @@ fn site_packages() -> Vec<PathBuf> {
 pub fn nvrtc_candidate() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("LACUNA_NVRTC").map(PathBuf::from) {
         if p.is_dir() {
-            return in_site_packages(&p).or_else(|| in_dir(&p)).or(Some(p));
+            return in_site_packages(&p).or_else(|| newest_in(&p)).or(Some(p));
         }
         return Some(p);
     }
     site_packages().iter().find_map(|s| in_site_packages(s))
-}
-
-fn in_dir(dir: &Path) -> Option<PathBuf> {
-    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
-        .ok()?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("libnvrtc.so"))
-        })
-        .collect();
-    found.sort();
-    found.pop()
 }
 
 /// Loads NVRTC once. A library named by path is opened first and kept open: the dynamic

@@ -9,8 +9,8 @@
 //! 32 ("B32" formats). Formats with a float offset per group (Q2_K, Q4_1, Q5_1) have no
 //! kernel yet.
 
-use lacuna_quant::GgmlType;
 use lacuna_quant::int_blocks::{QuantKind, decode};
+use lacuna_quant::{BlockQ8K, GgmlType, QuantizeBlock};
 
 use crate::{Error, Result};
 
@@ -79,7 +79,24 @@ impl Layout {
     }
 }
 
-/// The weight types the CUDA kernels take, for error messages.
+/// The weight types the CUDA kernels take ([`Layout::of`] maps each to its kernel).
+pub const TYPES: [GgmlType; 13] = [
+    GgmlType::Q3_K,
+    GgmlType::Q4_K,
+    GgmlType::Q5_K,
+    GgmlType::Q6_K,
+    GgmlType::IQ4_XS,
+    GgmlType::Q8_0,
+    GgmlType::Q4_0,
+    GgmlType::Q5_0,
+    GgmlType::IQ4_NL,
+    GgmlType::MXFP4,
+    GgmlType::F16,
+    GgmlType::BF16,
+    GgmlType::F32,
+];
+
+/// [`TYPES`] as ggml names them, for error messages.
 pub const SUPPORTED: &str =
     "q3_K, q4_K, q5_K, q6_K, iq4_xs, q8_0, q4_0, q5_0, iq4_nl, mxfp4, f16, bf16, f32";
 
@@ -277,38 +294,22 @@ impl Repacked {
     }
 }
 
-/// `quantize.cu`'s `quantize_q8k` for one row: int8 quants, a scale per 256, sums per 16.
+/// `quantize.cu`'s `quantize_q8k` for one row: int8 quants, a scale per 256, sums per 16 —
+/// ggml's `quantize_row_q8_K_ref`, which lacuna-quant implements ([`BlockQ8K`]).
 pub fn quantize_q8k(x: &[f32]) -> (Vec<i8>, Vec<f32>, Vec<i32>) {
-    let mut q = vec![0i8; x.len()];
-    let mut d = Vec::new();
-    let mut s = Vec::new();
-    for (blk, qb) in x.chunks_exact(256).zip(q.chunks_exact_mut(256)) {
-        let (mut amax, mut max) = (0.0f32, 0.0f32);
-        for &v in blk {
-            if v.abs() > amax {
-                amax = v.abs();
-                max = v;
-            }
-        }
-        if amax == 0.0 {
-            d.push(0.0);
-            s.extend([0; 16]);
-            continue;
-        }
-        let iscale = -127.0f32 / max;
-        for (o, &v) in qb.iter_mut().zip(blk) {
-            *o = ((iscale * v).round_ties_even() as i32).min(127) as i8;
-        }
-        d.push(1.0 / iscale);
-        s.extend(
-            qb.chunks_exact(16)
-                .map(|c| c.iter().map(|&v| i32::from(v)).sum::<i32>()),
-        );
+    let (mut q, mut d, mut s) = (Vec::new(), Vec::new(), Vec::new());
+    for blk in x.chunks_exact(256) {
+        let b = BlockQ8K::quantize(blk.try_into().expect("256-element chunk"));
+        q.extend_from_slice(&b.qs);
+        d.push(b.d);
+        s.extend(b.bsums.iter().map(|&v| i32::from(v)));
     }
     (q, d, s)
 }
 
-/// `quantize.cu`'s `quantize_q8_0` for one row: int8 quants and the f16 scale per 32.
+/// `quantize.cu`'s `quantize_q8_0` for one row: int8 quants and the f16 scale per 32. This is
+/// ggml's x86 variant (`id = 127 / amax`), which the CPU backend pairs with the 32-element
+/// formats, not lacuna-quant's reference quantizer (`id = 1 / d`).
 pub fn quantize_q8_0(x: &[f32]) -> (Vec<i8>, Vec<f32>) {
     let mut q = vec![0i8; x.len()];
     let mut d = Vec::new();

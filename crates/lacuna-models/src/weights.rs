@@ -111,20 +111,21 @@ impl<B: Backend> Loader<'_, B> {
         Ok(info)
     }
 
-    /// A 1-D f32 vector (norm weight or bias) of `n` elements.
-    /// A norm weight or bias, prepared by the backend.
+    /// A norm weight or bias of `n` elements, prepared by the backend.
     fn vector(&self, name: &str, n: usize) -> Result<B::Vector> {
         self.backend.prepare_vector(self.host_vector(name, n)?)
     }
 
-    fn opt_vector(&self, name: &str, n: usize) -> Result<Option<B::Vector>> {
+    /// `load(name)` when the file has a tensor `name`, else `None`.
+    fn optional<T>(&self, name: &str, load: impl FnOnce(&str) -> Result<T>) -> Result<Option<T>> {
         if self.has(name) {
-            self.vector(name, n).map(Some)
+            load(name).map(Some)
         } else {
             Ok(None)
         }
     }
 
+    /// A 1-D f32 vector of `n` elements, on the host.
     fn host_vector(&self, name: &str, n: usize) -> Result<Vec<f32>> {
         let info = self.checked(name, &[n])?;
         if info.ty.block_size() != 1 || !lacuna_quant::can_dequantize(info.ty) {
@@ -142,14 +143,6 @@ impl<B: Backend> Loader<'_, B> {
             },
         )?;
         Ok(out)
-    }
-
-    fn opt_host_vector(&self, name: &str, n: usize) -> Result<Option<Vec<f32>>> {
-        if self.has(name) {
-            self.host_vector(name, n).map(Some)
-        } else {
-            Ok(None)
-        }
     }
 
     /// A `[n x k]` weight (ggml dims `[k, n]`), prepared by the backend.
@@ -216,7 +209,7 @@ impl<B: Backend> Loader<'_, B> {
     fn linear(&self, prefix: &str, k: usize, n: usize) -> Result<Linear<B>> {
         Ok(Linear {
             w: self.matrix(&format!("{prefix}.weight"), k, n)?,
-            b: self.opt_vector(&format!("{prefix}.bias"), n)?,
+            b: self.optional(&format!("{prefix}.bias"), |b| self.vector(b, n))?,
             n,
         })
     }
@@ -255,7 +248,8 @@ impl<B: Backend> Loader<'_, B> {
                 Some(m) if il >= m.n_dense_lead => Ffn::Moe(Experts {
                     cfg: m,
                     router: self.matrix(&p("ffn_gate_inp.weight"), d, m.n_expert)?,
-                    probs_bias: self.opt_host_vector(&p("exp_probs_b.bias"), m.n_expert)?,
+                    probs_bias: self
+                        .optional(&p("exp_probs_b.bias"), |b| self.host_vector(b, m.n_expert))?,
                     gate: self.experts(&p("ffn_gate_exps.weight"), d, m.n_ff_exp, m.n_expert)?,
                     up: self.experts(&p("ffn_up_exps.weight"), d, m.n_ff_exp, m.n_expert)?,
                     down: self.experts(&p("ffn_down_exps.weight"), m.n_ff_exp, d, m.n_expert)?,

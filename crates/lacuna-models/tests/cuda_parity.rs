@@ -16,7 +16,6 @@
 use lacuna_gguf::GgufFile;
 use lacuna_models::fixture::{FixtureSpec, QuantMix, Shape, build};
 use lacuna_models::{Arch, Backend, CpuBackend, CudaBackend, Model};
-use lacuna_quant::GgmlType;
 use lacuna_sampler::Pass;
 
 mod common;
@@ -39,21 +38,10 @@ fn gpu_or_skip() -> Option<CudaBackend> {
 #[test]
 fn every_gemm_kernel_matches_its_host_twin() {
     let Some(mut be) = gpu_or_skip() else { return };
-    let types = [
-        GgmlType::Q3_K,
-        GgmlType::Q4_K,
-        GgmlType::Q5_K,
-        GgmlType::Q6_K,
-        GgmlType::IQ4_XS,
-        GgmlType::Q8_0,
-        GgmlType::Q4_0,
-        GgmlType::Q5_0,
-        GgmlType::IQ4_NL,
-        GgmlType::F16,
-        GgmlType::BF16,
-        GgmlType::F32,
-    ];
     let mut case = 0u64;
+    let types = lacuna_cuda::repack::TYPES
+        .into_iter()
+        .filter(|&t| lacuna_quant::can_quantize(t));
     for ty in types {
         // Ragged tiles on both sides: n and t not multiples of 64, k of 256 or 32.
         for (n, k, t) in [(1, 256, 1), (70, 512, 3), (129, 768, 65), (64, 1024, 160)] {

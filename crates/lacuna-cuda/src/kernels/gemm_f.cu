@@ -69,16 +69,7 @@ __device__ __forceinline__ void gemm_half_body(const u16* __restrict__ w,
         }
         __syncthreads();
     }
-#pragma unroll
-    for (int mi = 0; mi < 2; mi++)
-#pragma unroll
-        for (int ni = 0; ni < 4; ni++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int r = r0 + wm + mi * 16 + g + (e >> 1) * 8;
-                const int c = c0 + wn + ni * 8 + tig * 2 + (e & 1);
-                if (r < n && c < t) y[(size_t)c * n + r] = acc[mi][ni][e];
-            }
+    store_tile(acc, y, n, t, r0 + wm, c0 + wn, g, tig);
 }
 
 extern "C" __global__ void __launch_bounds__(128, 1)

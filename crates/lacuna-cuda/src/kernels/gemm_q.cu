@@ -184,16 +184,7 @@ __device__ __forceinline__ void gemm_body(const i8* __restrict__ wq, const i8* _
         __syncthreads();
     }
 
-#pragma unroll
-    for (int mi = 0; mi < 2; mi++)
-#pragma unroll
-        for (int ni = 0; ni < 4; ni++)
-#pragma unroll
-            for (int e = 0; e < 4; e++) {
-                const int r = r0 + wm + mi * 16 + g + (e >> 1) * 8;
-                const int c = c0 + wn + ni * 8 + tig * 2 + (e & 1);
-                if (r < n && c < t) y[(size_t)c * n + r] = facc[mi][ni][e];
-            }
+    store_tile(facc, y, n, t, r0 + wm, c0 + wn, g, tig);
 }
 
 #define GEMM_ENTRY(name, SUB, KFMT, MINS)                                                     \

@@ -72,3 +72,20 @@ __device__ __forceinline__ float warp_max(float v) {
     for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
     return v;
 }
+
+// Writes one warp's 32 x 32 f32 accumulators (2 x 4 mma tiles in the C fragment layout:
+// c0, c1 at row g, columns 2 tig + {0, 1}; c2, c3 eight rows down) to y[t][n], the tile's
+// first weight row at r0 and first token at c0, skipping what lies past n or t.
+__device__ __forceinline__ void store_tile(const float (&acc)[2][4][4], float* __restrict__ y,
+                                           int n, int t, int r0, int c0, int g, int tig) {
+#pragma unroll
+    for (int mi = 0; mi < 2; mi++)
+#pragma unroll
+        for (int ni = 0; ni < 4; ni++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int r = r0 + mi * 16 + g + (e >> 1) * 8;
+                const int c = c0 + ni * 8 + tig * 2 + (e & 1);
+                if (r < n && c < t) y[(size_t)c * n + r] = acc[mi][ni][e];
+            }
+}

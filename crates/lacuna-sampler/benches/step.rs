@@ -6,7 +6,8 @@
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use lacuna_sampler::{
-    Denoiser, DreamAlg, DreamConfig, LladaConfig, UniformSource, Xoshiro256PlusPlus, dream, llada,
+    Common, Denoiser, DreamAlg, DreamConfig, LladaConfig, UniformSource, Xoshiro256PlusPlus, dream,
+    llada,
 };
 use std::convert::Infallible;
 use std::hint::black_box;
@@ -55,11 +56,14 @@ fn bench(c: &mut Criterion) {
     let mut model = Fixed::new(126_464);
     for (name, temperature) in [("llada_greedy", 0.0), ("llada_gumbel_t1", 1.0)] {
         let config = LladaConfig {
-            gen_length: ROWS,
+            common: Common {
+                gen_length: ROWS,
+                mask_id: Some(126_336),
+                ..Common::default()
+            },
             block_length: ROWS,
             steps: 1,
             temperature,
-            mask_id: Some(126_336),
             ..LladaConfig::default()
         };
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(0);
@@ -77,12 +81,15 @@ fn bench(c: &mut Criterion) {
         ("dream_entropy_t02_top_p095", 0.2, Some(0.95)),
     ] {
         let config = DreamConfig {
-            gen_length: ROWS,
+            common: Common {
+                gen_length: ROWS,
+                mask_id: Some(151_666),
+                ..Common::default()
+            },
             steps: 1,
             alg: DreamAlg::Entropy,
             temperature,
             top_p,
-            mask_id: Some(151_666),
             ..DreamConfig::default()
         };
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(0);

@@ -38,15 +38,6 @@ pub enum CachePolicy {
 }
 
 impl CachePolicy {
-    /// The policy's name as the CLI and result files spell it.
-    pub fn name(self) -> &'static str {
-        match self {
-            CachePolicy::None => "none",
-            CachePolicy::Prefix => "prefix",
-            CachePolicy::Dual => "dual",
-        }
-    }
-
     /// Rejects a policy other than `None` for a denoiser that keeps no cache.
     pub(crate) fn check_denoiser<D: Denoiser>(self, denoiser: &D) -> Result<(), ConfigError> {
         if self == CachePolicy::None || denoiser.supports_cache() {
@@ -57,39 +48,63 @@ impl CachePolicy {
             })
         }
     }
-
-    /// Parses [`CachePolicy::name`]'s spelling.
-    pub fn from_name(name: &str) -> Option<CachePolicy> {
-        [CachePolicy::None, CachePolicy::Prefix, CachePolicy::Dual]
-            .into_iter()
-            .find(|p| p.name() == name)
-    }
 }
 
-impl std::fmt::Display for CachePolicy {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
+/// When a [`CachePlan`] refreshes the cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refresh {
+    /// Fast-dLLM: a fill at every block's first step (the module docs).
+    EveryBlock,
+    /// LLaDA2's exact cache under block-causal attention: one fill at the first step; every
+    /// later step recomputes the current block, reaching back over the block of the step
+    /// before when the block changed (its tokens became final only after that step).
+    /// Cached positions never attend to anything that changed since they were computed.
+    Once,
 }
 
-/// The per-block state of a policy: whether the current block's fill has run.
+/// The state of a policy during a generation: whether the current block's fill has run and
+/// which block the last step decoded.
 #[derive(Debug, Clone)]
 pub(crate) struct CachePlan {
     policy: CachePolicy,
+    refresh: Refresh,
     filled: bool,
+    /// Start of the block the last step decoded ([`Refresh::Once`] only).
+    last_start: Option<usize>,
 }
 
 impl CachePlan {
+    /// Fast-dLLM's prefix and dual caches (LLaDA, Dream).
     pub(crate) fn new(policy: CachePolicy) -> Self {
         Self {
             policy,
+            refresh: Refresh::EveryBlock,
             filled: false,
+            last_start: None,
         }
     }
 
-    /// A new block starts: its first step that runs the denoiser refreshes the cache.
+    /// LLaDA2's exact finished-block cache: one fill, then the current block as a window
+    /// (the previous block too at a block's first step). Under it the window always ends at
+    /// the block's end, so `Prefix` and `Dual` would be the same (LLaDA2 accepts `Prefix`).
+    pub(crate) fn block_causal(policy: CachePolicy) -> Self {
+        Self {
+            refresh: Refresh::Once,
+            ..Self::new(policy)
+        }
+    }
+
+    /// Rejects a policy other than `None` for a denoiser that keeps no cache.
+    pub(crate) fn check_denoiser<D: Denoiser>(&self, denoiser: &D) -> Result<(), ConfigError> {
+        self.policy.check_denoiser(denoiser)
+    }
+
+    /// A new block starts: under Fast-dLLM's policies its first step that runs the denoiser
+    /// refreshes the cache.
     pub(crate) fn begin_block(&mut self) {
-        self.filled = false;
+        if self.refresh == Refresh::EveryBlock {
+            self.filled = false;
+        }
     }
 
     /// The pass of a step that asks for `rows` (ascending) while decoding `block` of a canvas
@@ -98,15 +113,19 @@ impl CachePlan {
         if self.policy == CachePolicy::None {
             return Pass::Full;
         }
+        let reach_back = match self.refresh {
+            Refresh::Once => self.last_start.replace(block.start),
+            Refresh::EveryBlock => None,
+        };
         if !self.filled {
             self.filled = true;
             return Pass::Fill;
         }
         let first = rows.first().copied().unwrap_or(block.start);
         let last = rows.last().map_or(block.end, |&r| r + 1);
-        let start = block.start.min(first);
-        let end = match self.policy {
-            CachePolicy::Prefix => len,
+        let start = block.start.min(first).min(reach_back.unwrap_or(usize::MAX));
+        let end = match (self.refresh, self.policy) {
+            (Refresh::EveryBlock, CachePolicy::Prefix) => len,
             _ => block.end.max(last),
         };
         Pass::Window(start..end.min(len))

@@ -3,10 +3,11 @@
 
 use std::ops::Range;
 
-use crate::cache::{CachePlan, CachePolicy};
+use crate::cache::CachePlan;
+use crate::common::Common;
 use crate::denoiser::{Denoiser, fetch_pass};
-use crate::error::Error;
-use crate::output::{self, Finish, Generation, Stats, StepView};
+use crate::error::{ConfigError, Error};
+use crate::output::{self, Generation, Stats, StepView};
 use crate::select::Predictions;
 
 /// Where a step stands in the schedule, for its [`StepView`].
@@ -20,12 +21,16 @@ pub(crate) struct StepAt {
 
 /// A generation's canvas and what it has counted so far.
 pub(crate) struct Canvas<'c> {
-    /// Prompt, committed tokens and masks.
+    /// Prompt, committed tokens and masks; longer than the prompt and `gen_length` only
+    /// after [`Canvas::pad_to`].
     pub(crate) tokens: Vec<u32>,
     pub(crate) prompt_len: usize,
+    /// Prompt and generated region: what steps show and the result holds.
+    len: usize,
     pub(crate) mask_id: u32,
-    eos_ids: &'c [u32],
-    keep_after_eos: bool,
+    /// Logits per row.
+    pub(crate) vocab: usize,
+    common: &'c Common,
     pub(crate) stats: Stats,
     plan: CachePlan,
     /// Logits of the last [`Canvas::fetch`], `rows x vocab`.
@@ -33,34 +38,45 @@ pub(crate) struct Canvas<'c> {
 }
 
 impl<'c> Canvas<'c> {
-    /// The prompt followed by `gen_length` masks.
-    pub(crate) fn new(
+    /// The prompt followed by `common.gen_length` masks, to decode with `denoiser` under
+    /// `plan`; rejects an empty vocabulary and a cache the denoiser does not keep.
+    pub(crate) fn new<D: Denoiser>(
+        denoiser: &D,
         prompt: &[u32],
-        gen_length: usize,
+        common: &'c Common,
         mask_id: u32,
-        eos_ids: &'c [u32],
-        keep_after_eos: bool,
-        cache: CachePolicy,
-    ) -> Self {
+        plan: CachePlan,
+    ) -> Result<Self, ConfigError> {
+        let vocab = denoiser.vocab_size();
+        if vocab == 0 {
+            return Err(ConfigError::EmptyVocab);
+        }
+        plan.check_denoiser(denoiser)?;
+        let len = prompt.len() + common.gen_length;
         let mut tokens = prompt.to_vec();
-        tokens.resize(prompt.len() + gen_length, mask_id);
-        Self {
+        tokens.resize(len, mask_id);
+        Ok(Self {
             tokens,
             prompt_len: prompt.len(),
+            len,
             mask_id,
-            eos_ids,
-            keep_after_eos,
-            stats: Stats {
-                steps: 0,
-                denoiser_calls: 0,
-                logit_rows: 0,
-                cache_fills: 0,
-                positions_computed: 0,
-                finish: Finish::Completed,
-            },
-            plan: CachePlan::new(cache),
+            vocab,
+            common,
+            stats: Stats::default(),
+            plan,
             logits: Vec::new(),
-        }
+        })
+    }
+
+    /// Prompt and generated region, in positions.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Appends masks up to `padded` positions (LLaDA2 decodes whole blocks); steps show and
+    /// the result keeps only the first [`Canvas::len`].
+    pub(crate) fn pad_to(&mut self, padded: usize) {
+        self.tokens.resize(padded.max(self.len), self.mask_id);
     }
 
     /// Masked positions in `range`, ascending.
@@ -73,24 +89,35 @@ impl<'c> Canvas<'c> {
         self.tokens[range].contains(&self.mask_id)
     }
 
-    /// Decoding of `block` (canvas positions) begins: the cache is refreshed at its first
-    /// step that runs the denoiser.
+    /// A new block begins (see [`CachePlan::begin_block`]).
     pub(crate) fn begin_block(&mut self) {
         self.plan.begin_block();
     }
 
-    /// Logits of `rows` into [`Canvas::logits`], through the pass the cache policy picks
-    /// for a step of `block`.
+    /// Logits of `rows` into [`Canvas::logits`], through the pass the cache plan picks for
+    /// a step of `block`; the denoiser sees the whole canvas.
     pub(crate) fn fetch<D: Denoiser>(
         &mut self,
         denoiser: &mut D,
         rows: &[usize],
         block: Range<usize>,
     ) -> Result<(), Error<D::Error>> {
-        let pass = self.plan.pass(rows, block, self.tokens.len());
+        self.fetch_upto(denoiser, rows, block, self.tokens.len())
+    }
+
+    /// [`Canvas::fetch`] with the denoiser seeing the canvas up to `seen` only (LLaDA2 shows
+    /// it up to the current block's end).
+    pub(crate) fn fetch_upto<D: Denoiser>(
+        &mut self,
+        denoiser: &mut D,
+        rows: &[usize],
+        block: Range<usize>,
+        seen: usize,
+    ) -> Result<(), Error<D::Error>> {
+        let pass = self.plan.pass(rows, block, seen);
         fetch_pass(
             denoiser,
-            &self.tokens,
+            &self.tokens[..seen],
             &pass,
             rows,
             &mut self.logits,
@@ -98,8 +125,9 @@ impl<'c> Canvas<'c> {
         )
     }
 
-    /// Commits candidates `chosen` of `pred`, counts the step, reports it to `on_step`, and
-    /// returns true when generation should stop at a settled end token.
+    /// Commits entries `chosen` of `pred` (reported in that order), counts the step, reports
+    /// it to `on_step`, and returns true when generation may stop at a settled end token
+    /// (never with `keep_after_eos` or without end tokens).
     pub(crate) fn commit(
         &mut self,
         pred: &Predictions,
@@ -109,8 +137,9 @@ impl<'c> Canvas<'c> {
     ) -> bool {
         let (pos, cs) = pred.commit(&mut self.tokens, chosen);
         self.stats.steps += 1;
+        let canvas = &self.tokens[..self.len];
         on_step(&StepView {
-            canvas: &self.tokens,
+            canvas,
             prompt_len: self.prompt_len,
             committed: &pos,
             confidences: &cs,
@@ -119,20 +148,22 @@ impl<'c> Canvas<'c> {
             block: at.block,
             num_blocks: at.num_blocks,
         });
-        !self.keep_after_eos
-            && !self.eos_ids.is_empty()
-            && output::settled_eos(&self.tokens[self.prompt_len..], self.mask_id, self.eos_ids)
-                .is_some()
+        let c = self.common;
+        !c.keep_after_eos
+            && !c.eos_ids.is_empty()
+            && output::settled_eos(&canvas[self.prompt_len..], self.mask_id, &c.eos_ids).is_some()
     }
 
-    /// The result: tokens cut at the first end token unless `keep_after_eos`.
-    pub(crate) fn finish(self) -> Generation {
+    /// The result: the canvas without padding, the tokens cut at the first end token unless
+    /// `keep_after_eos`.
+    pub(crate) fn finish(mut self) -> Generation {
+        self.tokens.truncate(self.len);
         output::finish(
             self.tokens,
             self.prompt_len,
             self.mask_id,
-            self.eos_ids,
-            self.keep_after_eos,
+            &self.common.eos_ids,
+            self.common.keep_after_eos,
             self.stats,
         )
     }

@@ -23,18 +23,20 @@
 
 mod sample;
 
-pub use sample::{Confidence, Filters, Scratch, nucleus, sample_row, top_p_filter};
+pub use sample::{Confidence, sample_row};
 
 use std::ops::Range;
 
-use crate::cache::CachePolicy;
+use crate::cache::{CachePlan, CachePolicy};
 use crate::canvas::{Canvas, StepAt};
+use crate::common::{self, Common};
 use crate::denoiser::Denoiser;
 use crate::error::{ConfigError, Error};
 use crate::math;
 use crate::output::{Generation, StepView};
 use crate::parallel::ParallelConfig;
 use crate::rng::UniformSource;
+use crate::sampling::{self, FilterOrder, Filters, Scratch, Ties, TopK};
 use crate::schedule::{dream_p_transfer, dream_timesteps, dream_transfer_count};
 use crate::select::{self, Predictions};
 
@@ -57,8 +59,8 @@ pub enum DreamAlg {
 /// (except `gen_length`, which it derives from `max_length`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct DreamConfig {
-    /// Tokens to generate (`max_new_tokens`; default 128).
-    pub gen_length: usize,
+    /// Generation length (`max_new_tokens`), mask id (151666 for Dream-7B) and end tokens.
+    pub common: Common,
     /// Denoising steps (default 512). Unused in parallel mode.
     pub steps: usize,
     /// Final timestep of `linspace(1, eps, steps + 1)` (default 1e-3).
@@ -73,12 +75,6 @@ pub struct DreamConfig {
     pub top_p: Option<f64>,
     /// Top-k filter, at least 1 (default none).
     pub top_k: Option<usize>,
-    /// The `[MASK]` token id (151666 for Dream-7B); required.
-    pub mask_id: Option<u32>,
-    /// End tokens at which generation stops.
-    pub eos_ids: Vec<u32>,
-    /// Run the whole schedule and return everything after the first end token too.
-    pub keep_after_eos: bool,
     /// Fast-dLLM parallel decoding instead of the official schedule.
     pub parallel: Option<ParallelConfig>,
     /// Block length of parallel mode (Fast-dLLM uses 32); must divide `gen_length`; none
@@ -91,7 +87,7 @@ pub struct DreamConfig {
 impl Default for DreamConfig {
     fn default() -> Self {
         Self {
-            gen_length: 128,
+            common: Common::default(),
             steps: 512,
             eps: 1e-3,
             alg: DreamAlg::Origin,
@@ -99,9 +95,6 @@ impl Default for DreamConfig {
             temperature: 0.0,
             top_p: None,
             top_k: None,
-            mask_id: None,
-            eos_ids: Vec::new(),
-            keep_after_eos: false,
             parallel: None,
             block_length: None,
             cache: CachePolicy::None,
@@ -109,58 +102,33 @@ impl Default for DreamConfig {
     }
 }
 
-fn out_of_range(name: &'static str, value: f64, expected: &'static str) -> ConfigError {
-    ConfigError::OutOfRange {
-        name,
-        value,
-        expected,
-    }
-}
-
 impl DreamConfig {
     /// Checks every setting; returns the mask id.
     pub fn validate(&self) -> Result<u32, ConfigError> {
-        if self.gen_length == 0 {
-            return Err(ConfigError::ZeroGenLength);
-        }
+        let mask_id = self.common.validate()?;
+        let gen_length = self.common.gen_length;
         if self.steps == 0 {
             return Err(ConfigError::ZeroSteps);
         }
-        if !(self.eps.is_finite() && self.eps > 0.0 && self.eps < 1.0) {
-            return Err(out_of_range(
-                "eps",
-                self.eps.into(),
-                "strictly between 0 and 1",
-            ));
-        }
-        if !(self.temperature.is_finite() && self.temperature >= 0.0) {
-            return Err(out_of_range(
-                "temperature",
-                self.temperature.into(),
-                "a finite number >= 0",
-            ));
-        }
-        if !(self.alg_temp.is_finite() && self.alg_temp >= 0.0) {
-            return Err(out_of_range(
-                "alg_temp",
-                self.alg_temp.into(),
-                "a finite number >= 0",
-            ));
-        }
+        let eps = self.eps;
+        common::in_range(
+            "eps",
+            eps.into(),
+            eps.is_finite() && eps > 0.0 && eps < 1.0,
+            "strictly between 0 and 1",
+        )?;
+        common::non_negative("temperature", self.temperature.into())?;
+        common::non_negative("alg_temp", self.alg_temp.into())?;
         if let Some(p) = self.top_p {
-            if !(0.0..=1.0).contains(&p) {
-                return Err(out_of_range("top_p", p, "between 0 and 1"));
-            }
+            common::in_range("top_p", p, (0.0..=1.0).contains(&p), "between 0 and 1")?;
         }
-        if self.top_k == Some(0) {
-            return Err(ConfigError::ZeroTopK);
-        }
+        common::check_top_k(self.top_k)?;
         match (self.block_length, &self.parallel) {
             (Some(_), None) => return Err(ConfigError::BlockLengthWithoutParallel),
             (Some(0), Some(_)) => return Err(ConfigError::ZeroBlockLength),
-            (Some(b), Some(_)) if self.gen_length % b != 0 => {
+            (Some(b), Some(_)) if gen_length % b != 0 => {
                 return Err(ConfigError::GenLengthNotMultipleOfBlock {
-                    gen_length: self.gen_length,
+                    gen_length,
                     block_length: b,
                 });
             }
@@ -174,32 +142,37 @@ impl DreamConfig {
                 policy: self.cache.name(),
             });
         }
-        self.mask_id.ok_or(ConfigError::MissingMaskId)
+        Ok(mask_id)
     }
 
+    /// `sample_tokens`' filters: temperature, top-p, then top-k keeping ties.
     fn filters(&self) -> Filters {
         Filters {
             temperature: self.temperature,
             top_p: self.top_p,
-            top_k: self.top_k,
+            top_k: self.top_k.map(|k| TopK {
+                k,
+                ties: Ties::Keep,
+            }),
+            order: FilterOrder::TemperatureTopPTopK,
         }
     }
 }
 
-/// Per-run state.
-struct Run<'c> {
+/// What a step's samples need besides the canvas.
+struct Sampler<'c> {
     config: &'c DreamConfig,
-    vocab: usize,
-    canvas: Canvas<'c>,
+    filters: Filters,
     scratch: Scratch,
 }
 
-impl Run<'_> {
+impl Sampler<'_> {
     /// Token and confidence for each of `positions` (ascending), from the shifted rows, in a
     /// step of `block`.
     fn sample<D: Denoiser>(
         &mut self,
         denoiser: &mut D,
+        canvas: &mut Canvas<'_>,
         positions: &[usize],
         kind: Confidence,
         block: Range<usize>,
@@ -209,8 +182,8 @@ impl Run<'_> {
         // only merges positions 0 and 1.
         let mut rows: Vec<usize> = positions.iter().map(|&p| p.saturating_sub(1)).collect();
         rows.dedup();
-        self.canvas.fetch(denoiser, &rows, block)?;
-        let filters = self.config.filters();
+        canvas.fetch(denoiser, &rows, block)?;
+        let vocab = canvas.vocab;
         let want_entropy = self.config.parallel.is_some_and(|p| p.needs_entropy());
         let mut out_tokens = Vec::with_capacity(positions.len());
         let mut out_conf = Vec::with_capacity(positions.len());
@@ -221,12 +194,12 @@ impl Run<'_> {
             while rows[r] != row {
                 r += 1;
             }
-            let logits = &self.canvas.logits[r * self.vocab..(r + 1) * self.vocab];
-            let (t, c) = sample_row(logits, &filters, kind, rng, &mut self.scratch);
+            let logits = &canvas.logits[r * vocab..(r + 1) * vocab];
+            let (t, c) = sample_row(logits, &self.filters, kind, rng, &mut self.scratch);
             out_tokens.push(t);
             out_conf.push(c);
             if want_entropy {
-                entropy.push(math::entropy(logits));
+                entropy.push(sampling::entropy(logits));
             }
         }
         Ok(Predictions {
@@ -250,43 +223,43 @@ pub fn generate<D: Denoiser>(
     mut on_step: impl FnMut(&StepView<'_>),
 ) -> Result<Generation, Error<D::Error>> {
     let mask_id = config.validate()?;
-    let vocab = denoiser.vocab_size();
-    if vocab == 0 {
-        return Err(ConfigError::EmptyVocab.into());
-    }
-    config.cache.check_denoiser(denoiser)?;
-    let mut run = Run {
+    let plan = CachePlan::new(config.cache);
+    let mut canvas = Canvas::new(denoiser, prompt, &config.common, mask_id, plan)?;
+    let mut sampler = Sampler {
         config,
-        vocab,
-        canvas: Canvas::new(
-            prompt,
-            config.gen_length,
-            mask_id,
-            &config.eos_ids,
-            config.keep_after_eos,
-            config.cache,
-        ),
+        filters: config.filters(),
         scratch: Scratch::default(),
     };
     match &config.parallel {
-        Some(par) => parallel(&mut run, denoiser, par, rng, &mut on_step)?,
-        None => official(&mut run, denoiser, rng, &mut on_step)?,
+        // Fast-dLLM's block-wise decoding; the confidence is the sampled token's probability.
+        Some(par) => par.decode(
+            &mut canvas,
+            config.block_length.unwrap_or(config.common.gen_length),
+            |block| block,
+            |canvas, cand, block| {
+                let kind = Confidence::Probability;
+                sampler.sample(denoiser, canvas, cand, kind, block, rng)
+            },
+            &mut on_step,
+        )?,
+        None => official(&mut sampler, &mut canvas, denoiser, rng, &mut on_step)?,
     }
-    Ok(run.canvas.finish())
+    Ok(canvas.finish())
 }
 
 /// The official `_sample` loop.
 fn official<D: Denoiser>(
-    run: &mut Run<'_>,
+    sampler: &mut Sampler<'_>,
+    canvas: &mut Canvas<'_>,
     denoiser: &mut D,
     rng: &mut impl UniformSource,
     on_step: &mut impl FnMut(&StepView<'_>),
 ) -> Result<(), Error<D::Error>> {
-    let c = run.config;
+    let c = sampler.config;
     let timesteps = dream_timesteps(c.steps, c.eps);
-    let len = run.canvas.tokens.len();
+    let len = canvas.len();
     for i in 0..c.steps {
-        let masked = run.canvas.masked(0..len);
+        let masked = canvas.masked(0..len);
         if masked.is_empty() {
             break;
         }
@@ -297,7 +270,8 @@ fn official<D: Denoiser>(
             if reveal.is_empty() {
                 continue;
             }
-            let pred = run.sample(denoiser, &reveal, Confidence::Probability, 0..len, rng)?;
+            let kind = Confidence::Probability;
+            let pred = sampler.sample(denoiser, canvas, &reveal, kind, 0..len, rng)?;
             let all: Vec<usize> = (0..reveal.len()).collect();
             (pred, all)
         } else {
@@ -310,7 +284,7 @@ fn official<D: Denoiser>(
                 DreamAlg::Entropy => Confidence::NegEntropy,
                 _ => Confidence::Probability,
             };
-            let pred = run.sample(denoiser, &masked, kind, 0..len, rng)?;
+            let pred = sampler.sample(denoiser, canvas, &masked, kind, 0..len, rng)?;
             let chosen = if c.alg_temp == 0.0 {
                 select::top_k(&pred.conf, k)
             } else {
@@ -331,50 +305,8 @@ fn official<D: Denoiser>(
             block: 0,
             num_blocks: 1,
         };
-        if run.canvas.commit(&pred, &chosen, at, on_step) {
+        if canvas.commit(&pred, &chosen, at, on_step) {
             break;
-        }
-    }
-    Ok(())
-}
-
-/// Fast-dLLM's block-wise parallel decoding.
-fn parallel<D: Denoiser>(
-    run: &mut Run<'_>,
-    denoiser: &mut D,
-    par: &ParallelConfig,
-    rng: &mut impl UniformSource,
-    on_step: &mut impl FnMut(&StepView<'_>),
-) -> Result<(), Error<D::Error>> {
-    let c = run.config;
-    let block_length = c.block_length.unwrap_or(c.gen_length);
-    let num_blocks = c.gen_length / block_length;
-    let mut step = 0;
-    for block in 0..num_blocks {
-        let start = run.canvas.prompt_len + block * block_length;
-        let end = start + block_length;
-        run.canvas.begin_block();
-        loop {
-            let cand = run.canvas.masked(start..end);
-            if cand.is_empty() {
-                break;
-            }
-            let pred = run.sample(denoiser, &cand, Confidence::Probability, start..end, rng)?;
-            let chosen = par.select(&pred.conf, &pred.entropy);
-            let at = StepAt {
-                step,
-                total_steps: c.gen_length,
-                block,
-                num_blocks,
-            };
-            let stop = run.canvas.commit(&pred, &chosen, at, on_step);
-            if run.canvas.masked(start..end).len() == cand.len() {
-                return Err(Error::Stalled { block });
-            }
-            step += 1;
-            if stop {
-                return Ok(());
-            }
         }
     }
     Ok(())

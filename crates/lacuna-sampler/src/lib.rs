@@ -8,13 +8,15 @@
 //! [`llada2::generate`] follows LLaDA2's `modeling_llada2_moe.py` (block by block, confidence
 //! threshold, LLaDA2.1's editing as an option), [`rnd1::generate`] follows RND1's
 //! `diffusion_sample` (entropy-ordered, whole canvas), and the first two offer
-//! Fast-dLLM's confidence-threshold parallel decoding as an opt-in [`ParallelConfig`]. All
+//! Fast-dLLM's confidence-threshold parallel decoding as an opt-in [`ParallelConfig`]. Every
+//! config holds the shared [`Common`] settings (length, mask and end tokens); Dream, LLaDA2
+//! and RND1 filter their logits with [`sampling`]'s one [`Filters`]. All
 //! randomness comes from one [`UniformSource`] in a documented order, so a seed fixes the
 //! output. `tools/sampler-ref` holds a numpy transcription of the official code that wrote the
 //! committed cases in `tests/data`.
 //!
 //! ```
-//! use lacuna_sampler::{Denoiser, LladaConfig, Xoshiro256PlusPlus, llada};
+//! use lacuna_sampler::{Common, Denoiser, LladaConfig, Xoshiro256PlusPlus, llada};
 //!
 //! /// A stand-in model: every row prefers token 7.
 //! struct Toy;
@@ -33,11 +35,14 @@
 //! }
 //!
 //! let config = LladaConfig {
-//!     gen_length: 8,
+//!     common: Common {
+//!         gen_length: 8,
+//!         mask_id: Some(9),
+//!         eos_ids: vec![2],
+//!         ..Common::default()
+//!     },
 //!     block_length: 4,
 //!     steps: 4,
-//!     mask_id: Some(9),
-//!     eos_ids: vec![2],
 //!     ..LladaConfig::default()
 //! };
 //! let mut rng = Xoshiro256PlusPlus::seed_from_u64(42);
@@ -51,26 +56,32 @@
 
 pub mod cache;
 mod canvas;
+pub mod common;
 pub mod denoiser;
 pub mod dream;
 pub mod error;
 pub mod llada;
 pub mod llada2;
 pub mod math;
+pub mod names;
 pub mod output;
 pub mod parallel;
 pub mod rnd1;
 pub mod rng;
+pub mod sampling;
 pub mod schedule;
 pub mod select;
 
 pub use cache::CachePolicy;
+pub use common::Common;
 pub use denoiser::{Denoiser, Pass};
 pub use dream::{DreamAlg, DreamConfig};
 pub use error::{ConfigError, Error};
 pub use llada::{LladaConfig, Remasking};
 pub use llada2::{Editing, Llada2Config};
+pub use names::UnknownName;
 pub use output::{Finish, Generation, Stats, StepView};
 pub use parallel::{ParallelConfig, ParallelRule};
 pub use rnd1::Rnd1Config;
 pub use rng::{ReplayDraws, UniformSource, Xoshiro256PlusPlus};
+pub use sampling::{FilterOrder, Filters, Ties, TopK};

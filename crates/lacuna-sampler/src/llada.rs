@@ -23,14 +23,16 @@
 
 use std::ops::Range;
 
-use crate::cache::CachePolicy;
+use crate::cache::{CachePlan, CachePolicy};
 use crate::canvas::{Canvas, StepAt};
+use crate::common::{self, Common};
 use crate::denoiser::{Denoiser, check_rows, fetch_logits};
 use crate::error::{ConfigError, Error};
 use crate::math;
 use crate::output::{Generation, StepView};
 use crate::parallel::ParallelConfig;
 use crate::rng::UniformSource;
+use crate::sampling;
 use crate::schedule::llada_transfer_counts;
 use crate::select::{self, Predictions};
 
@@ -47,8 +49,8 @@ pub enum Remasking {
 /// Settings of the LLaDA sampler; the defaults are those of the official `generate()`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LladaConfig {
-    /// Tokens to generate (default 128).
-    pub gen_length: usize,
+    /// Generation length, mask id and end tokens (the mask id is 126336 for LLaDA-8B).
+    pub common: Common,
     /// Block length of semi-autoregressive decoding; must divide `gen_length` (default 128).
     pub block_length: usize,
     /// Denoising steps in total; must be a multiple of the number of blocks (default 128).
@@ -60,12 +62,6 @@ pub struct LladaConfig {
     pub cfg_scale: f32,
     /// The remasking strategy (default `LowConfidence`).
     pub remasking: Remasking,
-    /// The `[MASK]` token id (126336 for LLaDA-8B); required.
-    pub mask_id: Option<u32>,
-    /// End tokens (EOS/EOT) at which generation stops.
-    pub eos_ids: Vec<u32>,
-    /// Run the whole schedule and return everything after the first end token too.
-    pub keep_after_eos: bool,
     /// Fast-dLLM parallel decoding instead of the official schedule.
     pub parallel: Option<ParallelConfig>,
     /// Key/value reuse between steps (default `None`: every step runs the whole canvas).
@@ -75,15 +71,12 @@ pub struct LladaConfig {
 impl Default for LladaConfig {
     fn default() -> Self {
         Self {
-            gen_length: 128,
+            common: Common::default(),
             block_length: 128,
             steps: 128,
             temperature: 0.0,
             cfg_scale: 0.0,
             remasking: Remasking::LowConfidence,
-            mask_id: None,
-            eos_ids: Vec::new(),
-            keep_after_eos: false,
             parallel: None,
             cache: CachePolicy::None,
         }
@@ -93,42 +86,29 @@ impl Default for LladaConfig {
 impl LladaConfig {
     /// Checks every setting; returns the mask id.
     pub fn validate(&self) -> Result<u32, ConfigError> {
-        if self.gen_length == 0 {
-            return Err(ConfigError::ZeroGenLength);
-        }
+        let mask_id = self.common.validate()?;
+        let gen_length = self.common.gen_length;
         if self.block_length == 0 {
             return Err(ConfigError::ZeroBlockLength);
         }
-        if self.gen_length % self.block_length != 0 {
+        if gen_length % self.block_length != 0 {
             return Err(ConfigError::GenLengthNotMultipleOfBlock {
-                gen_length: self.gen_length,
+                gen_length,
                 block_length: self.block_length,
             });
         }
         if self.steps == 0 {
             return Err(ConfigError::ZeroSteps);
         }
-        let blocks = self.gen_length / self.block_length;
+        let blocks = gen_length / self.block_length;
         if self.steps % blocks != 0 {
             return Err(ConfigError::StepsNotMultipleOfBlocks {
                 steps: self.steps,
                 blocks,
             });
         }
-        if !(self.temperature.is_finite() && self.temperature >= 0.0) {
-            return Err(ConfigError::OutOfRange {
-                name: "temperature",
-                value: self.temperature,
-                expected: "a finite number >= 0",
-            });
-        }
-        if !(self.cfg_scale.is_finite() && self.cfg_scale >= 0.0) {
-            return Err(ConfigError::OutOfRange {
-                name: "cfg_scale",
-                value: f64::from(self.cfg_scale),
-                expected: "a finite number >= 0",
-            });
-        }
+        common::non_negative("temperature", self.temperature)?;
+        common::non_negative("cfg_scale", f64::from(self.cfg_scale))?;
         if let Some(p) = &self.parallel {
             p.validate()?;
         }
@@ -137,56 +117,44 @@ impl LladaConfig {
                 policy: self.cache.name(),
             });
         }
-        self.mask_id.ok_or(ConfigError::MissingMaskId)
+        Ok(mask_id)
     }
 }
 
-/// Per-run state: the canvas and reusable buffers.
-struct Run<'c> {
+/// What a step's predictions need besides the canvas.
+struct Predictor<'c> {
     config: &'c LladaConfig,
-    vocab: usize,
-    canvas: Canvas<'c>,
     /// Prompt positions that are not masks (masked for the unconditional CFG pass).
     prompt_index: Vec<usize>,
     uncond: Vec<f32>,
 }
 
-impl Run<'_> {
-    /// Masked positions before `end`, ascending.
-    fn candidates(&self, end: usize) -> Vec<usize> {
-        self.canvas.masked(0..end)
-    }
-
+impl Predictor<'_> {
     /// Predicted token and confidence of every candidate of a step of `block`.
     fn predict<D: Denoiser>(
         &mut self,
         denoiser: &mut D,
+        canvas: &mut Canvas<'_>,
         cand: &[usize],
         block: Range<usize>,
         rng: &mut impl UniformSource,
     ) -> Result<Predictions, Error<D::Error>> {
         let c = self.config;
-        self.canvas.fetch(denoiser, cand, block)?;
-        let logits = &mut self.canvas.logits;
+        let vocab = canvas.vocab;
+        canvas.fetch(denoiser, cand, block)?;
         if c.cfg_scale > 0.0 {
-            let mut un = self.canvas.tokens.clone();
+            let mut un = canvas.tokens.clone();
             for &p in &self.prompt_index {
-                un[p] = self.canvas.mask_id;
+                un[p] = canvas.mask_id;
             }
-            fetch_logits(
-                denoiser,
-                &un,
-                cand,
-                &mut self.uncond,
-                &mut self.canvas.stats,
-            )?;
+            fetch_logits(denoiser, &un, cand, &mut self.uncond, &mut canvas.stats)?;
             let scale = c.cfg_scale + 1.0;
-            for (l, &u) in logits.iter_mut().zip(&self.uncond) {
+            for (l, &u) in canvas.logits.iter_mut().zip(&self.uncond) {
                 *l = u + scale * (*l - u);
             }
-            check_rows::<D::Error>(logits, cand, self.vocab)?;
+            check_rows::<D::Error>(&canvas.logits, cand, vocab)?;
         }
-        let rows = logits.chunks_exact(self.vocab);
+        let rows = canvas.logits.chunks_exact(vocab);
         let x0: Vec<usize> = if c.temperature == 0.0 {
             rows.clone().map(math::argmax_f32).collect()
         } else {
@@ -195,7 +163,7 @@ impl Run<'_> {
                 .collect()
         };
         let entropy = if c.parallel.is_some_and(|p| p.needs_entropy()) {
-            rows.clone().map(math::entropy).collect()
+            rows.clone().map(sampling::entropy).collect()
         } else {
             Vec::new()
         };
@@ -229,76 +197,53 @@ pub fn generate<D: Denoiser>(
     mut on_step: impl FnMut(&StepView<'_>),
 ) -> Result<Generation, Error<D::Error>> {
     let mask_id = config.validate()?;
-    let vocab = denoiser.vocab_size();
-    if vocab == 0 {
-        return Err(ConfigError::EmptyVocab.into());
-    }
-    config.cache.check_denoiser(denoiser)?;
-    let prompt_len = prompt.len();
-    let mut run = Run {
+    let plan = CachePlan::new(config.cache);
+    let mut canvas = Canvas::new(denoiser, prompt, &config.common, mask_id, plan)?;
+    let mut predictor = Predictor {
         config,
-        vocab,
-        canvas: Canvas::new(
-            prompt,
-            config.gen_length,
-            mask_id,
-            &config.eos_ids,
-            config.keep_after_eos,
-            config.cache,
-        ),
-        prompt_index: (0..prompt_len).filter(|&p| prompt[p] != mask_id).collect(),
+        prompt_index: (0..prompt.len())
+            .filter(|&p| prompt[p] != mask_id)
+            .collect(),
         uncond: Vec::new(),
     };
-    let num_blocks = config.gen_length / config.block_length;
+    if let Some(par) = &config.parallel {
+        // Candidates are every masked position before the block's end, as officially.
+        par.decode(
+            &mut canvas,
+            config.block_length,
+            |block| 0..block.end,
+            |canvas, cand, block| predictor.predict(denoiser, canvas, cand, block, rng),
+            &mut on_step,
+        )?;
+        return Ok(canvas.finish());
+    }
+    let num_blocks = config.common.gen_length / config.block_length;
     let steps_per_block = config.steps / num_blocks;
-    let mut parallel_step = 0;
     'blocks: for block in 0..num_blocks {
-        let start = prompt_len + block * config.block_length;
+        let start = canvas.prompt_len + block * config.block_length;
         let end = start + config.block_length;
-        run.canvas.begin_block();
-        if let Some(par) = &config.parallel {
-            while run.canvas.has_mask(start..end) {
-                let cand = run.candidates(end);
-                let pred = run.predict(denoiser, &cand, start..end, rng)?;
-                let chosen = par.select(&pred.conf, &pred.entropy);
-                let at = StepAt {
-                    step: parallel_step,
-                    total_steps: config.gen_length,
-                    block,
-                    num_blocks,
-                };
-                let stop = run.canvas.commit(&pred, &chosen, at, &mut on_step);
-                if run.candidates(end).len() == cand.len() {
-                    return Err(Error::Stalled { block });
-                }
-                parallel_step += 1;
-                if stop {
-                    break 'blocks;
-                }
+        canvas.begin_block();
+        let masks = canvas.masked(start..end).len();
+        let counts = llada_transfer_counts(masks, steps_per_block);
+        for (i, &k) in counts.iter().enumerate() {
+            if k == 0 {
+                continue;
             }
-        } else {
-            let masks = run.canvas.masked(start..end).len();
-            let counts = llada_transfer_counts(masks, steps_per_block);
-            for (i, &k) in counts.iter().enumerate() {
-                if k == 0 {
-                    continue;
-                }
-                let cand = run.candidates(end);
-                let pred = run.predict(denoiser, &cand, start..end, rng)?;
-                let chosen = select::top_k(&pred.conf, k);
-                let at = StepAt {
-                    step: block * steps_per_block + i,
-                    total_steps: config.steps,
-                    block,
-                    num_blocks,
-                };
-                if run.canvas.commit(&pred, &chosen, at, &mut on_step) {
-                    break 'blocks;
-                }
+            let cand = canvas.masked(0..end);
+            let pred = predictor.predict(denoiser, &mut canvas, &cand, start..end, rng)?;
+            let chosen = select::top_k(&pred.conf, k);
+            let at = StepAt {
+                step: block * steps_per_block + i,
+                total_steps: config.steps,
+                block,
+                num_blocks,
+            };
+            if canvas.commit(&pred, &chosen, at, &mut on_step) {
+                break 'blocks;
             }
         }
     }
-    Ok(run.canvas.finish())
+    Ok(canvas.finish())
 }
 
 #[cfg(test)]

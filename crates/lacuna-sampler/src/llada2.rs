@@ -7,7 +7,7 @@
 //! `block_length`, the blocks aligned at position 0, so the prompt's last partial block is
 //! decoded together with the first generated tokens. Blocks are decoded left to right; the
 //! model sees the canvas up to the end of the current block only, with block-causal
-//! attention (the model's side: `Model::set_attention_block`). Each step of a block:
+//! attention (the model's side: the block length of each pass's `PassSpec`). Each step of a block:
 //!
 //! 1. logits of the block's masked positions (with editing: of every non-prompt position of
 //!    the block);
@@ -37,13 +37,17 @@
 //! cache is exact (same logits as without it, up to the batch-size-dependent rounding of the
 //! matmul kernels).
 
-use crate::cache::CachePolicy;
-use crate::denoiser::{Denoiser, Pass, fetch_pass};
-use crate::dream::{Confidence, Filters, Scratch, sample_row};
+use crate::cache::{CachePlan, CachePolicy};
+use crate::canvas::{Canvas, StepAt};
+use crate::common::{self, Common};
+use crate::denoiser::Denoiser;
+use crate::dream::{Confidence, sample_row};
 use crate::error::{ConfigError, Error};
-use crate::output::{self, Generation, Stats, StepView};
+use crate::output::{Generation, StepView};
 use crate::rng::UniformSource;
-use crate::select;
+use crate::sampling::{FilterOrder, Filters, Scratch, Ties, TopK};
+use crate::schedule::llada_transfer_counts;
+use crate::select::{self, Predictions};
 
 /// LLaDA2.1's token-to-token editing.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -71,8 +75,8 @@ impl Default for Editing {
 /// (but `gen_length`, 2048 there, is 128 here as in the other samplers).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Llada2Config {
-    /// Tokens to generate (default 128).
-    pub gen_length: usize,
+    /// Generation length, mask id (156895 for LLaDA2.0-mini) and end tokens.
+    pub common: Common,
     /// Block length, of both the schedule and the attention mask (default 32).
     pub block_length: usize,
     /// Steps per block (default 32; at most `block_length` are useful).
@@ -88,12 +92,6 @@ pub struct Llada2Config {
     pub top_p: Option<f64>,
     /// LLaDA2.1's editing (default none: the LLaDA2.0 loop).
     pub editing: Option<Editing>,
-    /// The `[MASK]` token id (156895 for LLaDA2.0-mini); required.
-    pub mask_id: Option<u32>,
-    /// End tokens (EOS/EOT) at which generation stops.
-    pub eos_ids: Vec<u32>,
-    /// Run every block and return everything after the first end token too.
-    pub keep_after_eos: bool,
     /// `None`: every pass runs the canvas up to the block's end. `Prefix`: the exact
     /// finished-block cache. `Dual` is refused (there is no suffix to cache).
     pub cache: CachePolicy,
@@ -102,7 +100,7 @@ pub struct Llada2Config {
 impl Default for Llada2Config {
     fn default() -> Self {
         Self {
-            gen_length: 128,
+            common: Common::default(),
             block_length: 32,
             steps: 32,
             threshold: 0.95,
@@ -110,9 +108,6 @@ impl Default for Llada2Config {
             top_k: None,
             top_p: None,
             editing: None,
-            mask_id: None,
-            eos_ids: Vec::new(),
-            keep_after_eos: false,
             cache: CachePolicy::None,
         }
     }
@@ -121,54 +116,21 @@ impl Default for Llada2Config {
 impl Llada2Config {
     /// Checks every setting; returns the mask id.
     pub fn validate(&self) -> Result<u32, ConfigError> {
-        if self.gen_length == 0 {
-            return Err(ConfigError::ZeroGenLength);
-        }
+        let mask_id = self.common.validate()?;
         if self.block_length == 0 {
             return Err(ConfigError::ZeroBlockLength);
         }
         if self.steps == 0 {
             return Err(ConfigError::ZeroSteps);
         }
-        let range = |name, value: f64, ok: bool, expected| {
-            if ok {
-                Ok(())
-            } else {
-                Err(ConfigError::OutOfRange {
-                    name,
-                    value,
-                    expected,
-                })
-            }
-        };
-        let t = self.temperature;
-        range(
-            "temperature",
-            t,
-            t.is_finite() && t >= 0.0,
-            "a finite number >= 0",
-        )?;
-        let th = self.threshold;
-        range(
-            "threshold",
-            th,
-            th.is_finite() && th >= 0.0,
-            "a finite number >= 0",
-        )?;
+        common::non_negative("temperature", self.temperature)?;
+        common::non_negative("threshold", self.threshold)?;
         if let Some(p) = self.top_p {
-            range("top_p", p, p > 0.0 && p <= 1.0, "in (0, 1]")?;
+            common::in_range("top_p", p, p > 0.0 && p <= 1.0, "in (0, 1]")?;
         }
-        if self.top_k == Some(0) {
-            return Err(ConfigError::ZeroTopK);
-        }
+        common::check_top_k(self.top_k)?;
         if let Some(e) = &self.editing {
-            let th = e.threshold;
-            range(
-                "editing threshold",
-                th,
-                th.is_finite() && th >= 0.0,
-                "a finite number >= 0",
-            )?;
+            common::non_negative("editing threshold", e.threshold)?;
             if e.num_to_transfer == 0 {
                 return Err(ConfigError::OutOfRange {
                     name: "num_to_transfer",
@@ -182,15 +144,22 @@ impl Llada2Config {
                 policy: "dual (LLaDA2 sees no suffix: use prefix, which is exact)",
             });
         }
-        self.mask_id.ok_or(ConfigError::MissingMaskId)
+        Ok(mask_id)
     }
-}
 
-/// LLaDA2's per-step transfer counts: `block / steps` each, one more for the first
-/// `block % steps` steps (`_get_num_transfer_tokens`).
-pub fn transfer_schedule(block_length: usize, steps: usize) -> Vec<usize> {
-    let (base, rem) = (block_length / steps, block_length % steps);
-    (0..steps).map(|i| base + usize::from(i < rem)).collect()
+    /// `_sample_with_temperature_topk_topp`'s filters: top-k (keeping ties) on the raw
+    /// logits, then the temperature, then top-p.
+    fn filters(&self) -> Filters {
+        Filters {
+            temperature: self.temperature as f32,
+            top_k: self.top_k.map(|k| TopK {
+                k,
+                ties: Ties::Keep,
+            }),
+            top_p: self.top_p,
+            order: FilterOrder::TopKTemperatureTopP,
+        }
+    }
 }
 
 /// Generates after `prompt` as LLaDA2's `generate` does (see the module docs); `on_step` sees
@@ -204,47 +173,30 @@ pub fn generate<D: Denoiser>(
     mut on_step: impl FnMut(&StepView<'_>),
 ) -> Result<Generation, Error<D::Error>> {
     let mask_id = config.validate()?;
-    config.cache.check_denoiser(denoiser)?;
-    let vocab = denoiser.vocab_size();
-    if vocab == 0 {
-        return Err(ConfigError::EmptyVocab.into());
-    }
+    let plan = CachePlan::block_causal(config.cache);
+    let mut canvas = Canvas::new(denoiser, prompt, &config.common, mask_id, plan)?;
     let b = config.block_length;
-    let total = prompt.len() + config.gen_length;
+    let (prompt_len, total) = (prompt.len(), canvas.len());
     let num_blocks = total.div_ceil(b);
-    let mut tokens = prompt.to_vec();
-    tokens.resize(num_blocks * b, mask_id);
-    let prompt_len = prompt.len();
-    let mut stats = Stats {
-        steps: 0,
-        denoiser_calls: 0,
-        logit_rows: 0,
-        cache_fills: 0,
-        positions_computed: 0,
-        finish: output::Finish::Completed,
-    };
-    let filters = Filters {
-        temperature: config.temperature as f32,
-        top_p: config.top_p,
-        top_k: None,
-    };
+    canvas.pad_to(num_blocks * b);
+    let vocab = canvas.vocab;
+    let filters = config.filters();
     let mut scratch = Scratch::default();
-    let mut filtered = Vec::new();
-    let mut logits = Vec::new();
-    let schedule = transfer_schedule(b, config.steps);
+    let schedule = llada_transfer_counts(b, config.steps);
     let total_steps = match config.editing {
         None => config.steps,
         Some(e) => b + e.max_post_steps + 1,
     };
     let first_block = prompt_len / b;
-    let mut cached = false;
+    let eos_ids = &config.common.eos_ids;
     'blocks: for blk in first_block..num_blocks {
         let (start, end) = (blk * b, (blk + 1) * b);
         let editable_from = start.max(prompt_len);
+        canvas.begin_block();
         let mut post_steps = 0;
         let mut step = 0;
         loop {
-            let active: Vec<usize> = (start..end).filter(|&p| tokens[p] == mask_id).collect();
+            let active = canvas.masked(start..end);
             let n_transfer = match config.editing {
                 None => {
                     if active.is_empty() || step >= config.steps {
@@ -266,42 +218,13 @@ pub fn generate<D: Denoiser>(
                 None => active.clone(),
                 Some(_) => (editable_from..end).collect(),
             };
-            let pass = if config.cache == CachePolicy::None {
-                Pass::Full
-            } else if !cached {
-                cached = true;
-                Pass::Fill
-            } else if step == 0 && blk > first_block {
-                Pass::Window(start - b..end)
-            } else {
-                Pass::Window(start..end)
-            };
-            fetch_pass(
-                denoiser,
-                &tokens[..end],
-                &pass,
-                &rows,
-                &mut logits,
-                &mut stats,
-            )?;
+            canvas.fetch_upto(denoiser, &rows, start..end, end)?;
             // Predictions of every requested row, in position order (the draw order).
-            let mut pred = Vec::with_capacity(rows.len());
-            for row in logits.chunks_exact(vocab) {
-                let row = match config.top_k {
-                    None => row,
-                    Some(k) => {
-                        top_k_filter(row, k, &mut filtered);
-                        &filtered[..]
-                    }
-                };
-                pred.push(sample_row(
-                    row,
-                    &filters,
-                    Confidence::Probability,
-                    rng,
-                    &mut scratch,
-                ));
-            }
+            let pred: Vec<(u32, f64)> = canvas
+                .logits
+                .chunks_exact(vocab)
+                .map(|row| sample_row(row, &filters, Confidence::Probability, rng, &mut scratch))
+                .collect();
             let at = |p: usize| rows.binary_search(&p).map(|i| pred[i]).ok();
             // Mask to token.
             let conf: Vec<f64> = active.iter().map(|&p| at(p).map_or(0.0, |x| x.1)).collect();
@@ -313,41 +236,43 @@ pub fn generate<D: Denoiser>(
             } else {
                 select::top_k(&conf, n_transfer.min(active.len()))
             };
-            let mut committed: Vec<(usize, f64)> =
-                chosen.iter().map(|&i| (active[i], conf[i])).collect();
+            // (position, token, confidence); a position without a prediction (a prompt mask
+            // under editing) keeps its token.
+            let tokens = &canvas.tokens;
+            let mut committed: Vec<(usize, u32, f64)> = chosen
+                .iter()
+                .map(|&i| {
+                    let p = active[i];
+                    (p, at(p).map_or(tokens[p], |x| x.0), conf[i])
+                })
+                .collect();
             // Token to token (LLaDA2.1).
             let mut edited = 0;
             if let Some(e) = config.editing {
                 for (&p, &(tok, c)) in rows.iter().zip(&pred) {
                     if tokens[p] != mask_id && c > e.threshold && tok != tokens[p] {
-                        committed.push((p, c));
+                        committed.push((p, tok, c));
                         edited += 1;
                     }
                 }
             }
-            for &(p, _) in &committed {
-                tokens[p] = at(p).map_or(tokens[p], |x| x.0);
-            }
-            committed.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-            let (pos, cs): (Vec<usize>, Vec<f64>) = committed.into_iter().unzip();
-            stats.steps += 1;
-            on_step(&StepView {
-                canvas: &tokens[..total],
-                prompt_len,
-                committed: &pos,
-                confidences: &cs,
+            committed.sort_by(|a, b| b.2.total_cmp(&a.2).then(a.0.cmp(&b.0)));
+            let commits = Predictions {
+                positions: committed.iter().map(|c| c.0).collect(),
+                tokens: committed.iter().map(|c| c.1).collect(),
+                conf: committed.iter().map(|c| c.2).collect(),
+                entropy: Vec::new(),
+            };
+            let all: Vec<usize> = (0..committed.len()).collect();
+            let at = StepAt {
                 step,
                 total_steps,
                 block: blk - first_block,
                 num_blocks: num_blocks - first_block,
-            });
+            };
+            let settled = canvas.commit(&commits, &all, at, &mut on_step);
             step += 1;
-            let generated = &tokens[prompt_len..total];
-            if config.editing.is_none()
-                && !config.keep_after_eos
-                && !config.eos_ids.is_empty()
-                && output::settled_eos(generated, mask_id, &config.eos_ids).is_some()
-            {
+            if config.editing.is_none() && settled {
                 break 'blocks;
             }
             if config.editing.is_some() && active.is_empty() && edited == 0 {
@@ -356,9 +281,9 @@ pub fn generate<D: Denoiser>(
         }
         // After a block: stop once an end token is in the generated region (2.0 always;
         // 2.1 when the region so far has no mask).
-        if !config.keep_after_eos {
-            let generated = &tokens[prompt_len..end.min(total)];
-            let has_eos = generated.iter().any(|t| config.eos_ids.contains(t));
+        if !config.common.keep_after_eos {
+            let generated = &canvas.tokens[prompt_len..end.min(total)];
+            let has_eos = generated.iter().any(|t| eos_ids.contains(t));
             let done = match config.editing {
                 None => has_eos,
                 Some(_) => has_eos && !generated.contains(&mask_id),
@@ -368,29 +293,7 @@ pub fn generate<D: Denoiser>(
             }
         }
     }
-    tokens.truncate(total);
-    Ok(output::finish(
-        tokens,
-        prompt_len,
-        mask_id,
-        &config.eos_ids,
-        config.keep_after_eos,
-        stats,
-    ))
-}
-
-/// `top_k_logits`: every logit below the `k`-th largest becomes `-inf` (ties kept).
-fn top_k_filter(row: &[f32], k: usize, out: &mut Vec<f32>) {
-    let k = k.clamp(1, row.len());
-    out.clear();
-    out.extend_from_slice(row);
-    let (_, kth, _) = out.select_nth_unstable_by(k - 1, |a, b| b.total_cmp(a));
-    let kth = *kth;
-    out.clear();
-    out.extend(
-        row.iter()
-            .map(|&x| if x < kth { f32::NEG_INFINITY } else { x }),
-    );
+    Ok(canvas.finish())
 }
 
 #[cfg(test)]

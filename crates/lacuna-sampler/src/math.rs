@@ -1,4 +1,5 @@
-//! Plain vocab-row math in f64: softmax, argmax, Gumbel-max, categorical draws.
+//! Plain vocab-row math in f64: softmax, argmax, Gumbel-max, categorical draws (the entropy
+//! is [`crate::sampling::entropy`]).
 //!
 //! Kept scalar and simple on purpose (sums run left to right so a transcription can
 //! reproduce them exactly); a vectorised version may later come from `lacuna-cpu`.
@@ -26,26 +27,6 @@ pub fn softmax_at(row: &[f32], index: usize) -> f64 {
         .fold(f64::NEG_INFINITY, f64::max);
     let sum: f64 = row.iter().map(|&x| (f64::from(x) - max).exp()).sum();
     (f64::from(row[index]) - max).exp() / sum
-}
-
-/// The entropy of `softmax(row)` in nats, in f64 (`-Σ p ln p`, zero-probability tokens
-/// contributing nothing), the sums taken left to right.
-pub fn entropy(row: &[f32]) -> f64 {
-    let max = row
-        .iter()
-        .map(|&x| f64::from(x))
-        .fold(f64::NEG_INFINITY, f64::max);
-    let sum: f64 = row.iter().map(|&x| (f64::from(x) - max).exp()).sum();
-    let ln_sum = sum.ln();
-    let mut h = 0.0;
-    for &x in row {
-        let logp = f64::from(x) - max - ln_sum;
-        let p = logp.exp();
-        if p > 0.0 {
-            h -= p * logp;
-        }
-    }
-    h
 }
 
 /// Index of the largest value; the first one on ties (as `torch.argmax`). `row` must hold a

@@ -22,9 +22,10 @@ pub struct StepView<'a> {
 }
 
 /// Why generation ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Finish {
     /// The schedule ran to its end (or no masks remained).
+    #[default]
     Completed,
     /// An end token was committed with every position before it committed, so generation
     /// stopped there; later steps could not have changed any earlier token.
@@ -36,8 +37,8 @@ pub enum Finish {
     },
 }
 
-/// Counters describing a generation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Counters describing a generation; the default is all zero, [`Finish::Completed`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Stats {
     /// Steps that ran the denoiser.
     pub steps: usize,

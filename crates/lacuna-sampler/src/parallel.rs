@@ -3,8 +3,12 @@
 //! confident enough (always at least the most confident one) and a block ends when it has no
 //! masks left, so easy spans take few steps.
 
-use crate::error::ConfigError;
-use crate::select;
+use std::ops::Range;
+
+use crate::canvas::{Canvas, StepAt};
+use crate::error::{ConfigError, Error};
+use crate::output::StepView;
+use crate::select::{self, Predictions};
 
 /// Which positions a parallel step commits.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -84,5 +88,51 @@ impl ParallelConfig {
             ParallelRule::Factor(f) => select::factor_rule(conf, f),
             ParallelRule::EntropyBound(g) => select::entropy_bound_rule(conf, entropy, g),
         }
+    }
+
+    /// Fast-dLLM's block-wise loop over the generated region in blocks of `block_length`:
+    /// while the block holds a mask, `predict` gives the predictions of the masked
+    /// positions in `scope(block)` for a step of `block`, and [`ParallelConfig::select`]'s
+    /// choice is committed. Fails with [`Error::Stalled`] when a step commits only masks.
+    pub(crate) fn decode<'c, E>(
+        &self,
+        canvas: &mut Canvas<'c>,
+        block_length: usize,
+        scope: impl Fn(Range<usize>) -> Range<usize>,
+        mut predict: impl FnMut(
+            &mut Canvas<'c>,
+            &[usize],
+            Range<usize>,
+        ) -> Result<Predictions, Error<E>>,
+        on_step: &mut impl FnMut(&StepView<'_>),
+    ) -> Result<(), Error<E>> {
+        let gen_length = canvas.len() - canvas.prompt_len;
+        let num_blocks = gen_length / block_length;
+        let mut step = 0;
+        for block in 0..num_blocks {
+            let start = canvas.prompt_len + block * block_length;
+            let range = start..start + block_length;
+            canvas.begin_block();
+            while canvas.has_mask(range.clone()) {
+                let cand = canvas.masked(scope(range.clone()));
+                let pred = predict(canvas, &cand, range.clone())?;
+                let chosen = self.select(&pred.conf, &pred.entropy);
+                let at = StepAt {
+                    step,
+                    total_steps: gen_length,
+                    block,
+                    num_blocks,
+                };
+                let stop = canvas.commit(&pred, &chosen, at, on_step);
+                if canvas.masked(scope(range.clone())).len() == cand.len() {
+                    return Err(Error::Stalled { block });
+                }
+                step += 1;
+                if stop {
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
     }
 }

@@ -20,19 +20,23 @@
 //! * there is no end-token stop in the official code; here generation still runs every step
 //!   and the result is cut before the first end token (unless `keep_after_eos`).
 
-use crate::denoiser::{Denoiser, Pass, fetch_pass};
-use crate::dream::top_p_filter;
+use crate::cache::{CachePlan, CachePolicy};
+use crate::canvas::{Canvas, StepAt};
+use crate::common::{self, Common};
+use crate::denoiser::Denoiser;
 use crate::error::{ConfigError, Error};
-use crate::output::{self, Generation, Stats, StepView};
+use crate::math;
+use crate::output::{Generation, StepView};
 use crate::rng::UniformSource;
-use crate::select;
+use crate::sampling::{self, FilterOrder, Filters, Scratch, Ties, TopK};
+use crate::select::{self, Predictions};
 
 /// Settings of the RND1 sampler; the defaults are those of `diffusion_sample` (with
 /// `num_steps = gen_length`, its 256 / 256).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rnd1Config {
-    /// Tokens to generate (default 128).
-    pub gen_length: usize,
+    /// Generation length, mask id (151669 for RND1) and the end tokens the result is cut at.
+    pub common: Common,
     /// Denoising steps (default 128): the number of forward passes.
     pub steps: usize,
     /// Argmax instead of sampling (default true).
@@ -44,26 +48,17 @@ pub struct Rnd1Config {
     pub top_k: Option<usize>,
     /// Nucleus filter (default none).
     pub top_p: Option<f64>,
-    /// The `[MASK]` token id (151669 for RND1); required.
-    pub mask_id: Option<u32>,
-    /// End tokens at which the result is cut.
-    pub eos_ids: Vec<u32>,
-    /// Return everything after the first end token too.
-    pub keep_after_eos: bool,
 }
 
 impl Default for Rnd1Config {
     fn default() -> Self {
         Self {
-            gen_length: 128,
+            common: Common::default(),
             steps: 128,
             greedy: true,
             temperature: 1.0,
             top_k: None,
             top_p: None,
-            mask_id: None,
-            eos_ids: Vec::new(),
-            keep_after_eos: false,
         }
     }
 }
@@ -71,87 +66,51 @@ impl Default for Rnd1Config {
 impl Rnd1Config {
     /// Checks every setting; returns the mask id.
     pub fn validate(&self) -> Result<u32, ConfigError> {
-        if self.gen_length == 0 {
-            return Err(ConfigError::ZeroGenLength);
-        }
+        let mask_id = self.common.validate()?;
         if self.steps == 0 {
             return Err(ConfigError::ZeroSteps);
         }
-        let t = self.temperature;
-        if !(t.is_finite() && t >= 0.0) {
-            return Err(ConfigError::OutOfRange {
-                name: "temperature",
-                value: t,
-                expected: "a finite number >= 0",
-            });
-        }
+        common::non_negative("temperature", self.temperature)?;
         if let Some(p) = self.top_p {
-            if !(p > 0.0 && p <= 1.0) {
-                return Err(ConfigError::OutOfRange {
-                    name: "top_p",
-                    value: p,
-                    expected: "in (0, 1]",
-                });
-            }
+            common::in_range("top_p", p, p > 0.0 && p <= 1.0, "in (0, 1]")?;
         }
-        if self.top_k == Some(0) {
-            return Err(ConfigError::ZeroTopK);
-        }
-        self.mask_id.ok_or(ConfigError::MissingMaskId)
+        common::check_top_k(self.top_k)?;
+        Ok(mask_id)
     }
-}
 
-/// Reused buffers of [`score`]: the filtered logits and the top-k/top-p scratch.
-#[derive(Default)]
-struct Scratch {
-    l: Vec<f64>,
-    probs: Vec<f64>,
-    order: Vec<usize>,
+    /// `forward_scores`' filters: the temperature, `apply_top_k_filtering` (exactly `k`,
+    /// ties to the lower id), then `apply_top_p_filtering` (Dream's `top_p_logits` rule).
+    fn filters(&self) -> Filters {
+        Filters {
+            temperature: self.temperature.max(1e-8) as f32,
+            top_k: self.top_k.map(|k| TopK {
+                k,
+                ties: Ties::LowestId,
+            }),
+            top_p: self.top_p,
+            order: FilterOrder::TemperatureTopKTopP,
+        }
+    }
 }
 
 /// Prediction and entropy of one logit row, as `forward_scores` computes them.
-fn score(row: &[f32], c: &Rnd1Config, rng: &mut impl UniformSource, s: &mut Scratch) -> (u32, f64) {
-    let l = &mut s.l;
-    let t = c.temperature.max(1e-8) as f32;
-    l.clear();
-    l.extend(row.iter().map(|&x| f64::from(x / t)));
-    if let Some(k) = c.top_k {
-        // `apply_top_k_filtering`: exactly the k largest survive (ties to the lower id), by
-        // partial selection over the ranking (value descending, id ascending).
-        let k = k.min(l.len());
-        let rank = |a: &usize, b: &usize| {
-            select::rank_key(l[*b])
-                .total_cmp(&select::rank_key(l[*a]))
-                .then(a.cmp(b))
-        };
-        s.order.clear();
-        s.order.extend(0..l.len());
-        if k < l.len() {
-            s.order.select_nth_unstable_by(k, rank);
-            for &i in &s.order[k..] {
-                l[i] = f64::NEG_INFINITY;
-            }
-        }
-    }
-    if let Some(p) = c.top_p.filter(|&p| p < 1.0) {
-        // `apply_top_p_filtering` is Dream's `top_p_logits` rule (sorted descending, ties by
-        // id; tokens after the first whose running sum exceeds p go).
-        top_p_filter(l, p, &mut s.probs, &mut s.order);
-    }
-    let max = l.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let lse = max + l.iter().map(|&x| (x - max).exp()).sum::<f64>().ln();
-    let mut ent = 0.0;
-    for &x in l.iter() {
-        if x > f64::NEG_INFINITY {
-            let lp = x - lse;
-            ent -= lp.exp() * lp;
-        }
-    }
-    let pred = if c.greedy {
-        crate::math::argmax_f64(l)
+fn score(
+    row: &[f32],
+    greedy: bool,
+    filters: &Filters,
+    rng: &mut impl UniformSource,
+    s: &mut Scratch,
+) -> (u32, f64) {
+    filters.apply(row, s);
+    let l = &s.logits;
+    let ent = sampling::entropy(l);
+    let pred = if greedy {
+        math::argmax_f64(l)
     } else {
-        let probs: Vec<f64> = l.iter().map(|&x| (x - lse).exp()).collect();
-        crate::math::categorical(&probs, rng.next_f64())
+        let lse = sampling::log_sum_exp(l);
+        s.probs.clear();
+        s.probs.extend(l.iter().map(|&x| (x - lse).exp()));
+        math::categorical(&s.probs, rng.next_f64())
     };
     (pred as u32, ent)
 }
@@ -168,101 +127,72 @@ pub fn generate<D: Denoiser>(
     if prompt.is_empty() {
         return Err(ConfigError::EmptyPrompt.into());
     }
-    let vocab = denoiser.vocab_size();
-    if vocab == 0 {
-        return Err(ConfigError::EmptyVocab.into());
-    }
-    let prompt_len = prompt.len();
-    let mut tokens = prompt.to_vec();
-    tokens.resize(prompt_len + config.gen_length, mask_id);
-    let mut maskable: Vec<bool> = (0..tokens.len()).map(|p| p >= prompt_len).collect();
-    let total = config.gen_length;
-    let mut stats = Stats {
-        steps: 0,
-        denoiser_calls: 0,
-        logit_rows: 0,
-        cache_fills: 0,
-        positions_computed: 0,
-        finish: output::Finish::Completed,
-    };
-    let (mut logits, mut scratch) = (Vec::new(), Scratch::default());
+    let plan = CachePlan::new(CachePolicy::None);
+    let mut canvas = Canvas::new(denoiser, prompt, &config.common, mask_id, plan)?;
+    let (prompt_len, len, vocab) = (prompt.len(), canvas.len(), canvas.vocab);
+    // Positions the sampler has not committed yet (the prompt's masks stay).
+    let mut maskable: Vec<bool> = (0..len).map(|p| p >= prompt_len).collect();
+    let total = config.common.gen_length;
+    let (filters, mut scratch) = (config.filters(), Scratch::default());
     // Predicted token and entropy per canvas position (valid where maskable).
-    let mut pred = vec![(0u32, 0f64); tokens.len()];
-    let mut forward = |tokens: &[u32],
-                       maskable: &[bool],
-                       pred: &mut Vec<(u32, f64)>,
-                       stats: &mut Stats,
-                       rng: &mut _| {
-        let rows: Vec<usize> = (prompt_len - 1..tokens.len() - 1)
+    let mut pred = vec![(0u32, 0f64); len];
+    let mut forward = |canvas: &mut Canvas<'_>, maskable: &[bool], pred: &mut [(u32, f64)]| {
+        let rows: Vec<usize> = (prompt_len - 1..len - 1)
             .filter(|&r| maskable[r + 1])
             .collect();
-        fetch_pass(denoiser, tokens, &Pass::Full, &rows, &mut logits, stats)?;
-        for (row, &r) in logits.chunks_exact(vocab).zip(&rows) {
-            pred[r + 1] = score(row, config, rng, &mut scratch);
+        canvas.fetch(denoiser, &rows, 0..len)?;
+        for (row, &r) in canvas.logits.chunks_exact(vocab).zip(&rows) {
+            pred[r + 1] = score(row, config.greedy, &filters, rng, &mut scratch);
         }
         Ok::<(), Error<D::Error>>(())
     };
-    forward(&tokens, &maskable, &mut pred, &mut stats, rng)?;
+    // The still-maskable positions with their predictions; confidence is minus the entropy.
+    let open = |maskable: &[bool], pred: &[(u32, f64)]| {
+        let positions: Vec<usize> = (0..len).filter(|&p| maskable[p]).collect();
+        Predictions {
+            tokens: positions.iter().map(|&p| pred[p].0).collect(),
+            conf: positions.iter().map(|&p| -pred[p].1).collect(),
+            positions,
+            entropy: Vec::new(),
+        }
+    };
+    forward(&mut canvas, &maskable, &mut pred)?;
     let n = config.steps;
     for step in (1..n).rev() {
         let cutoff = (total as f32 * (step as f64 / n as f64) as f32) as usize;
-        let open: Vec<usize> = (0..tokens.len()).filter(|&p| maskable[p]).collect();
-        let ent: Vec<f64> = open.iter().map(|&p| pred[p].1).collect();
-        let keep = select::top_k(&ent, cutoff);
-        let mut kept = vec![false; open.len()];
-        for i in keep {
+        let cand = open(&maskable, &pred);
+        let ent: Vec<f64> = cand.conf.iter().map(|&c| -c).collect();
+        let mut kept = vec![false; cand.positions.len()];
+        for i in select::top_k(&ent, cutoff) {
             kept[i] = true;
         }
-        let mut committed = Vec::new();
-        let mut conf = Vec::new();
-        for (i, &p) in open.iter().enumerate() {
-            if !kept[i] {
-                tokens[p] = pred[p].0;
-                maskable[p] = false;
-                committed.push(p);
-                conf.push(-pred[p].1);
-            }
+        // Every other open position takes its prediction, in position order.
+        let chosen: Vec<usize> = (0..kept.len()).filter(|&i| !kept[i]).collect();
+        for &i in &chosen {
+            maskable[cand.positions[i]] = false;
         }
-        stats.steps += 1;
-        on_step(&StepView {
-            canvas: &tokens,
-            prompt_len,
-            committed: &committed,
-            confidences: &conf,
+        let at = StepAt {
             step: n - 1 - step,
             total_steps: n,
             block: 0,
             num_blocks: 1,
-        });
-        let rerun = !committed.is_empty() || !config.greedy;
+        };
+        canvas.commit(&cand, &chosen, at, &mut on_step);
+        let rerun = !chosen.is_empty() || !config.greedy;
         if maskable.iter().any(|&m| m) && rerun {
-            forward(&tokens, &maskable, &mut pred, &mut stats, rng)?;
+            forward(&mut canvas, &maskable, &mut pred)?;
         }
     }
-    let rest: Vec<usize> = (0..tokens.len()).filter(|&p| maskable[p]).collect();
-    if !rest.is_empty() {
-        let conf: Vec<f64> = rest.iter().map(|&p| -pred[p].1).collect();
-        for &p in &rest {
-            tokens[p] = pred[p].0;
-        }
-        stats.steps += 1;
-        on_step(&StepView {
-            canvas: &tokens,
-            prompt_len,
-            committed: &rest,
-            confidences: &conf,
+    let rest = open(&maskable, &pred);
+    if !rest.positions.is_empty() {
+        let all: Vec<usize> = (0..rest.positions.len()).collect();
+        let at = StepAt {
             step: n - 1,
             total_steps: n,
             block: 0,
             num_blocks: 1,
-        });
+        };
+        canvas.commit(&rest, &all, at, &mut on_step);
     }
-    Ok(output::finish(
-        tokens,
-        prompt_len,
-        mask_id,
-        &config.eos_ids,
-        config.keep_after_eos,
-        stats,
-    ))
+    Ok(canvas.finish())
 }

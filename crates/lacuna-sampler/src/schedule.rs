@@ -1,7 +1,9 @@
 //! The official transfer schedules: how many masked positions each step commits.
 
-/// LLaDA's `get_num_transfer_tokens`: `masks` positions over `steps` steps, `masks / steps`
-/// each, the remainder going one each to the first steps. `steps` must be at least 1.
+/// LLaDA's `get_num_transfer_tokens` and LLaDA2's `_get_num_transfer_tokens` (the same
+/// rule): `masks` positions over `steps` steps, `masks / steps` each, the remainder going one
+/// each to the first steps. LLaDA passes a block's masks, LLaDA2 the block length (its count
+/// per step of every block). `steps` must be at least 1.
 pub fn llada_transfer_counts(masks: usize, steps: usize) -> Vec<usize> {
     let base = masks / steps;
     let remainder = masks % steps;

@@ -118,7 +118,8 @@ pub fn entropy_bound_rule(conf: &[f64], entropy: &[f64], gamma: f64) -> Vec<usiz
 /// The predicted token and confidence of each candidate position of a step.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Predictions {
-    /// Candidate canvas positions, ascending.
+    /// Candidate canvas positions: ascending, so that ties in a ranking go to the left-most
+    /// (LLaDA2 lists its commits in the order it reports them instead).
     pub(crate) positions: Vec<usize>,
     /// Predicted token per candidate.
     pub(crate) tokens: Vec<u32>,

@@ -7,7 +7,7 @@ mod common;
 
 use common::ToyModel;
 use lacuna_sampler::{
-    CachePolicy, ConfigError, Denoiser, DreamConfig, Error, LladaConfig, ParallelConfig,
+    CachePolicy, Common, ConfigError, Denoiser, DreamConfig, Error, LladaConfig, ParallelConfig,
     ParallelRule, Pass, Xoshiro256PlusPlus, dream, llada,
 };
 use proptest::prelude::*;
@@ -134,11 +134,14 @@ proptest! {
         seed in any::<u64>(), model_seed in any::<u64>(),
     ) {
         let c = LladaConfig {
-            gen_length: blocks * block_length,
+            common: Common {
+                gen_length: blocks * block_length,
+                mask_id: Some(MASK),
+                ..Common::default()
+            },
             block_length,
             steps: blocks * spb,
             temperature,
-            mask_id: Some(MASK),
             parallel: rule.map(|rule| ParallelConfig { rule }),
             cache,
             ..LladaConfig::default()
@@ -149,7 +152,7 @@ proptest! {
             |v| views.push((v.block, v.committed.to_vec()))).expect("runs");
         prop_assert!(!g.canvas.contains(&MASK));
         prop_assert_eq!(&g.canvas[..prompt.len()], &prompt[..]);
-        check_run(prompt.len(), c.gen_length, &views, &model.passes)?;
+        check_run(prompt.len(), c.common.gen_length, &views, &model.passes)?;
         prop_assert_eq!(g.stats.cache_fills, blocks);
     }
 
@@ -163,8 +166,11 @@ proptest! {
         cache in policy(), prompt in prompt(), seed in any::<u64>(), model_seed in any::<u64>(),
     ) {
         let c = DreamConfig {
-            gen_length: blocks * block_length,
-            mask_id: Some(MASK),
+            common: Common {
+                gen_length: blocks * block_length,
+                mask_id: Some(MASK),
+                ..Common::default()
+            },
             parallel: Some(ParallelConfig { rule }),
             block_length: Some(block_length),
             cache,
@@ -175,7 +181,7 @@ proptest! {
         let g = dream::generate(&mut model, &prompt, &c, &mut Xoshiro256PlusPlus::seed_from_u64(seed),
             |v| views.push((v.block, v.committed.to_vec()))).expect("runs");
         prop_assert!(!g.canvas.contains(&MASK));
-        check_run(prompt.len(), c.gen_length, &views, &model.passes)?;
+        check_run(prompt.len(), c.common.gen_length, &views, &model.passes)?;
     }
 
     /// With one step per block every step is a fill: the cached run is the uncached run.
@@ -185,11 +191,14 @@ proptest! {
         seed in any::<u64>(), model_seed in any::<u64>(),
     ) {
         let mut c = LladaConfig {
-            gen_length: blocks * block_length,
+            common: Common {
+                gen_length: blocks * block_length,
+                mask_id: Some(MASK),
+                ..Common::default()
+            },
             block_length,
             steps: blocks,
             temperature: 1.0,
-            mask_id: Some(MASK),
             ..LladaConfig::default()
         };
         let exact = llada::generate(&mut CachingToy::new(model_seed), &prompt, &c,
@@ -208,10 +217,13 @@ fn windows_shrink_the_work() {
     let prompt = [1u32, 2, 3, 4];
     let work = |cache| {
         let c = LladaConfig {
-            gen_length: 16,
+            common: Common {
+                gen_length: 16,
+                mask_id: Some(MASK),
+                ..Common::default()
+            },
             block_length: 4,
             steps: 16,
-            mask_id: Some(MASK),
             cache,
             ..LladaConfig::default()
         };
@@ -240,10 +252,13 @@ fn windows_shrink_the_work() {
 #[test]
 fn bad_combinations_are_typed_errors() {
     let c = LladaConfig {
-        gen_length: 4,
+        common: Common {
+            gen_length: 4,
+            mask_id: Some(MASK),
+            ..Common::default()
+        },
         block_length: 4,
         steps: 4,
-        mask_id: Some(MASK),
         cache: CachePolicy::Dual,
         ..LladaConfig::default()
     };
@@ -271,7 +286,10 @@ fn bad_combinations_are_typed_errors() {
         Err(ConfigError::CacheWithCfg { policy: "dual" })
     );
     let d = DreamConfig {
-        mask_id: Some(MASK),
+        common: Common {
+            mask_id: Some(MASK),
+            ..Common::default()
+        },
         cache: CachePolicy::Prefix,
         ..DreamConfig::default()
     };

@@ -7,7 +7,7 @@ mod common;
 use common::ToyModel;
 use lacuna_sampler::schedule::{dream_timesteps, dream_transfer_count, llada_transfer_counts};
 use lacuna_sampler::{
-    DreamAlg, DreamConfig, LladaConfig, ParallelConfig, ParallelRule, Remasking,
+    Common, DreamAlg, DreamConfig, LladaConfig, ParallelConfig, ParallelRule, Remasking,
     Xoshiro256PlusPlus, dream, llada,
 };
 use proptest::prelude::*;
@@ -32,7 +32,11 @@ fn llada_config() -> impl Strategy<Value = LladaConfig> {
         .prop_map(
             |(blocks, block_length, steps_per_block, temperature, cfg_scale, random, rule)| {
                 LladaConfig {
-                    gen_length: blocks * block_length,
+                    common: Common {
+                        gen_length: blocks * block_length,
+                        mask_id: Some(MASK),
+                        ..Common::default()
+                    },
                     block_length,
                     steps: blocks * steps_per_block,
                     temperature,
@@ -42,7 +46,6 @@ fn llada_config() -> impl Strategy<Value = LladaConfig> {
                     } else {
                         Remasking::LowConfidence
                     },
-                    mask_id: Some(MASK),
                     parallel: rule.map(|rule| ParallelConfig { rule }),
                     ..LladaConfig::default()
                 }
@@ -67,14 +70,17 @@ fn dream_config() -> impl Strategy<Value = DreamConfig> {
     )
         .prop_map(
             |(gen_length, steps, alg, alg_temp, temperature, top_p, top_k)| DreamConfig {
-                gen_length,
+                common: Common {
+                    gen_length,
+                    mask_id: Some(MASK),
+                    ..Common::default()
+                },
                 steps,
                 alg,
                 alg_temp,
                 temperature,
                 top_p,
                 top_k,
-                mask_id: Some(MASK),
                 ..DreamConfig::default()
             },
         )
@@ -99,7 +105,7 @@ proptest! {
         ).expect("runs");
         prop_assert!(!g.canvas.contains(&MASK), "every mask is filled");
         prop_assert_eq!(&g.canvas[..prompt.len()], &prompt[..]);
-        let spb = c.steps / (c.gen_length / c.block_length);
+        let spb = c.steps / (c.common.gen_length / c.block_length);
         let counts = llada_transfer_counts(c.block_length, spb);
         for (block, step, committed) in &views {
             let start = prompt.len() + block * c.block_length;
@@ -132,7 +138,7 @@ proptest! {
         prop_assert_eq!(&g.canvas[..prompt.len()], &prompt[..]);
         if c.alg != DreamAlg::Origin {
             let ts = dream_timesteps(c.steps, c.eps);
-            let mut left = c.gen_length;
+            let mut left = c.common.gen_length;
             let mut want = Vec::new();
             for i in 0..c.steps {
                 let k = dream_transfer_count(left, ts[i], ts[i + 1], i + 1 == c.steps);

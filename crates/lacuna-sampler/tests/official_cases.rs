@@ -6,8 +6,9 @@ mod common;
 
 use common::ToyModel;
 use lacuna_sampler::{
-    CachePolicy, DreamAlg, DreamConfig, Editing, Finish, Generation, Llada2Config, LladaConfig,
-    ParallelConfig, ParallelRule, Remasking, ReplayDraws, Rnd1Config, dream, llada, llada2, rnd1,
+    CachePolicy, Common, DreamAlg, DreamConfig, Editing, Finish, Generation, Llada2Config,
+    LladaConfig, ParallelConfig, ParallelRule, Remasking, ReplayDraws, Rnd1Config, dream, llada,
+    llada2, rnd1,
 };
 use serde::Deserialize;
 use std::path::PathBuf;
@@ -99,10 +100,16 @@ fn run(case: &Case, keep_after_eos: bool) -> (Generation, Vec<Vec<usize>>, Repla
         p.sort_unstable();
         steps.push(p);
     };
+    let common = Common {
+        gen_length: c.gen_length,
+        mask_id: Some(case.mask_id),
+        eos_ids: vec![case.eos_id],
+        keep_after_eos,
+    };
     let generation = match case.family.as_str() {
         "llada" => {
             let config = LladaConfig {
-                gen_length: c.gen_length,
+                common: common.clone(),
                 block_length: c.block_length.expect("llada case has block_length"),
                 steps: c.steps,
                 temperature: c.temperature,
@@ -111,9 +118,6 @@ fn run(case: &Case, keep_after_eos: bool) -> (Generation, Vec<Vec<usize>>, Repla
                     Some("random") => Remasking::Random,
                     _ => Remasking::LowConfidence,
                 },
-                mask_id: Some(case.mask_id),
-                eos_ids: vec![case.eos_id],
-                keep_after_eos,
                 parallel: parallel(c),
                 cache: CachePolicy::None,
             };
@@ -121,7 +125,7 @@ fn run(case: &Case, keep_after_eos: bool) -> (Generation, Vec<Vec<usize>>, Repla
         }
         "dream" => {
             let config = DreamConfig {
-                gen_length: c.gen_length,
+                common: common.clone(),
                 steps: c.steps,
                 eps: c.eps.expect("dream case has eps"),
                 alg: match c.alg.as_deref() {
@@ -134,9 +138,6 @@ fn run(case: &Case, keep_after_eos: bool) -> (Generation, Vec<Vec<usize>>, Repla
                 temperature: c.temperature as f32,
                 top_p: c.top_p,
                 top_k: c.top_k,
-                mask_id: Some(case.mask_id),
-                eos_ids: vec![case.eos_id],
-                keep_after_eos,
                 parallel: parallel(c),
                 block_length: if c.threshold.is_some() || c.factor.is_some() {
                     c.block_length
@@ -149,7 +150,7 @@ fn run(case: &Case, keep_after_eos: bool) -> (Generation, Vec<Vec<usize>>, Repla
         }
         "llada2" => {
             let config = Llada2Config {
-                gen_length: c.gen_length,
+                common: common.clone(),
                 block_length: c.block_length.expect("llada2 case has block_length"),
                 steps: c.steps,
                 threshold: c.threshold.expect("llada2 case has threshold"),
@@ -161,24 +162,18 @@ fn run(case: &Case, keep_after_eos: bool) -> (Generation, Vec<Vec<usize>>, Repla
                     max_post_steps: e.max_post_steps,
                     num_to_transfer: e.num_to_transfer,
                 }),
-                mask_id: Some(case.mask_id),
-                eos_ids: vec![case.eos_id],
-                keep_after_eos,
                 cache: CachePolicy::None,
             };
             llada2::generate(&mut model, &case.prompt, &config, &mut draws, on_step)
         }
         "rnd1" => {
             let config = Rnd1Config {
-                gen_length: c.gen_length,
+                common: common.clone(),
                 steps: c.steps,
                 greedy: c.greedy.expect("rnd1 case has greedy"),
                 temperature: c.temperature,
                 top_k: c.top_k,
                 top_p: c.top_p,
-                mask_id: Some(case.mask_id),
-                eos_ids: vec![case.eos_id],
-                keep_after_eos,
             };
             rnd1::generate(&mut model, &case.prompt, &config, &mut draws, on_step)
         }

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use lacuna_models::Arch;
 use lacuna_sampler::{
-    CachePolicy, DreamConfig, Llada2Config, LladaConfig, ParallelRule, Rnd1Config,
+    CachePolicy, Common, DreamConfig, Llada2Config, LladaConfig, ParallelRule, Rnd1Config,
 };
 use lacuna_tokenizer::{ChatTemplate, Tokenizer};
 
@@ -148,6 +148,12 @@ impl Preparer {
             arch,
             belongs_to,
         };
+        let common = Common {
+            gen_length: r.gen_length,
+            mask_id: Some(self.mask_id),
+            eos_ids: self.eos_ids.clone(),
+            keep_after_eos: r.keep_after_eos,
+        };
         let config = match arch {
             Arch::Llada2 => {
                 for (set, name, of) in [
@@ -173,7 +179,7 @@ impl Preparer {
                     }
                 };
                 SamplerConfig::Llada2(Llada2Config {
-                    gen_length: r.gen_length,
+                    common,
                     block_length: r.block_length.unwrap_or(lacuna_models::DEFAULT_BLOCK),
                     steps: r.steps,
                     threshold,
@@ -181,9 +187,6 @@ impl Preparer {
                     top_k: r.top_k,
                     top_p: r.top_p,
                     editing: r.editing,
-                    mask_id: Some(self.mask_id),
-                    eos_ids: self.eos_ids.clone(),
-                    keep_after_eos: r.keep_after_eos,
                     cache: r.cache,
                 })
             }
@@ -199,15 +202,12 @@ impl Preparer {
                     }
                 }
                 SamplerConfig::Llada(LladaConfig {
-                    gen_length: r.gen_length,
+                    common,
                     block_length: r.block_length.unwrap_or(r.gen_length),
                     steps: r.steps,
                     temperature: r.temperature,
                     cfg_scale: r.cfg_scale.unwrap_or(0.0),
                     remasking: r.remasking.unwrap_or_default(),
-                    mask_id: Some(self.mask_id),
-                    eos_ids: self.eos_ids.clone(),
-                    keep_after_eos: r.keep_after_eos,
                     parallel: r.parallel,
                     cache: r.cache,
                 })
@@ -241,7 +241,7 @@ impl Preparer {
                 // RND1's official default is greedy at temperature 1; a temperature above 0
                 // samples at it.
                 SamplerConfig::Rnd1(Rnd1Config {
-                    gen_length: r.gen_length,
+                    common,
                     steps: r.steps,
                     greedy: r.temperature == 0.0,
                     temperature: if r.temperature == 0.0 {
@@ -251,9 +251,6 @@ impl Preparer {
                     },
                     top_k: r.top_k,
                     top_p: r.top_p,
-                    mask_id: Some(self.mask_id),
-                    eos_ids: self.eos_ids.clone(),
-                    keep_after_eos: r.keep_after_eos,
                 })
             }
             Arch::Dream => {
@@ -266,16 +263,13 @@ impl Preparer {
                     }
                 }
                 SamplerConfig::Dream(DreamConfig {
-                    gen_length: r.gen_length,
+                    common,
                     steps: r.steps,
                     alg: r.algorithm.unwrap_or_default(),
                     alg_temp: r.alg_temp.unwrap_or(0.0),
                     temperature: r.temperature as f32,
                     top_p: r.top_p,
                     top_k: r.top_k,
-                    mask_id: Some(self.mask_id),
-                    eos_ids: self.eos_ids.clone(),
-                    keep_after_eos: r.keep_after_eos,
                     parallel: r.parallel,
                     block_length: r.block_length,
                     cache: r.cache,

@@ -34,7 +34,30 @@ fn windows_follow_fast_dllm() {
 #[test]
 fn names_round_trip() {
     for p in [CachePolicy::None, CachePolicy::Prefix, CachePolicy::Dual] {
-        assert_eq!(CachePolicy::from_name(p.name()), Some(p));
+        assert_eq!(p.name().parse::<CachePolicy>().ok(), Some(p));
     }
-    assert_eq!(CachePolicy::from_name("full"), None);
+    assert_eq!("full".parse::<CachePolicy>().ok(), None);
+}
+
+#[test]
+fn block_causal_fills_once_and_reaches_back_at_a_new_block() {
+    // Blocks of 3 after a prompt of 3; begin_block before every step changes nothing.
+    let mut plan = CachePlan::block_causal(CachePolicy::Prefix);
+    let steps = [
+        (&[3usize, 4][..], 3..6),
+        (&[4][..], 3..6),
+        (&[6, 8][..], 6..9),
+    ];
+    let passes: Vec<Pass> = steps
+        .into_iter()
+        .map(|(rows, block)| {
+            plan.begin_block();
+            plan.pass(rows, block.clone(), block.end)
+        })
+        .collect();
+    let want = [Pass::Fill, Pass::Window(3..6), Pass::Window(3..9)];
+    assert_eq!(passes, want);
+    assert_eq!(plan.pass(&[7], 6..9, 9), Pass::Window(6..9));
+    let mut none = CachePlan::block_causal(CachePolicy::None);
+    assert_eq!(none.pass(&[5], 4..8, 8), Pass::Full);
 }

@@ -53,10 +53,13 @@ fn ramp(_: &[u32], r: usize, t: usize) -> f32 {
 
 fn config() -> DreamConfig {
     DreamConfig {
-        gen_length: 8,
+        common: Common {
+            gen_length: 8,
+            mask_id: Some(MASK),
+            ..Common::default()
+        },
         steps: 8,
         alg: DreamAlg::Entropy,
-        mask_id: Some(MASK),
         ..DreamConfig::default()
     }
 }
@@ -90,14 +93,20 @@ fn bad_settings_are_typed_errors() {
     );
     assert_eq!(
         config_err(DreamConfig {
-            gen_length: 0,
+            common: Common {
+                gen_length: 0,
+                ..base.common.clone()
+            },
             ..base.clone()
         }),
         ConfigError::ZeroGenLength
     );
     assert_eq!(
         config_err(DreamConfig {
-            mask_id: None,
+            common: Common {
+                mask_id: None,
+                ..base.common.clone()
+            },
             ..base.clone()
         }),
         ConfigError::MissingMaskId
@@ -315,6 +324,7 @@ fn sample_row_on_hand_made_numbers() {
         temperature: 0.0,
         top_p: None,
         top_k: None,
+        order: FilterOrder::TemperatureTopPTopK,
     };
     let mut s = Scratch::default();
     let mut none = ReplayDraws::new(vec![]);
@@ -346,7 +356,10 @@ fn sample_row_on_hand_made_numbers() {
     assert!((c - e[0] / (e[0] + e[1])).abs() < 1e-15);
     // top_k keeps ties with the k-th value.
     let f = Filters {
-        top_k: Some(1),
+        top_k: Some(TopK {
+            k: 1,
+            ties: Ties::Keep,
+        }),
         ..greedy
     };
     let (t, c) = sample_row(
@@ -377,7 +390,11 @@ fn sample_row_samples_the_tempered_filtered_distribution() {
     let f = Filters {
         temperature: 0.5,
         top_p: None,
-        top_k: Some(3),
+        top_k: Some(TopK {
+            k: 3,
+            ties: Ties::Keep,
+        }),
+        order: FilterOrder::TemperatureTopPTopK,
     };
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(9);
     let mut s = Scratch::default();
@@ -436,7 +453,10 @@ fn parallel_mode_decodes_block_by_block() {
 
     let masky = |_: &[u32], _: usize, t: usize| if t == 5 { 1.0 } else { 0.0 };
     let c = DreamConfig {
-        mask_id: Some(5),
+        common: Common {
+            mask_id: Some(5),
+            ..c.common
+        },
         ..c
     };
     assert!(matches!(
@@ -454,7 +474,10 @@ fn the_same_seed_gives_the_same_tokens() {
         ((h.wrapping_add(t as u32 * 7919)) % 13) as f32 * 0.3
     };
     let c = DreamConfig {
-        gen_length: 16,
+        common: Common {
+            gen_length: 16,
+            ..config().common
+        },
         steps: 8,
         temperature: 1.0,
         top_p: Some(0.95),
@@ -476,49 +499,4 @@ fn the_same_seed_gives_the_same_tokens() {
         (0..8).any(|s| run(s) != run(5)),
         "the seed must matter at temperature 1"
     );
-}
-
-mod nucleus_props {
-    use super::super::nucleus;
-    use crate::math::softmax_into;
-    use proptest::prelude::*;
-
-    /// The definition, by a full stable sort.
-    fn naive(logits: &[f64], probs: &[f64], p: f64) -> Vec<usize> {
-        let mut order: Vec<usize> = (0..logits.len()).collect();
-        order.sort_by(|&a, &b| logits[b].partial_cmp(&logits[a]).expect("no NaN"));
-        let mut cum = 0.0;
-        for (rank, &i) in order.iter().enumerate() {
-            cum += probs[i];
-            if cum > p {
-                order.truncate(rank + 1);
-                return order;
-            }
-        }
-        order
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
-        #[test]
-        fn partial_selection_equals_a_full_sort(
-            n in 1usize..3000,
-            seed in any::<u64>(),
-            spread in prop_oneof![Just(0.5f64), Just(4.0), Just(40.0), Just(400.0)],
-            levels in prop_oneof![Just(8u64), Just(1 << 20)],
-            p in prop_oneof![Just(0.0f64), 0.01f64..0.999, Just(0.99999)],
-        ) {
-            let mut rng = crate::rng::Xoshiro256PlusPlus::seed_from_u64(seed);
-            // Few levels give many ties; spread sets how peaked the distribution is.
-            let logits: Vec<f64> = (0..n)
-                .map(|_| (rng.next_u64() % levels) as f64 / levels as f64 * spread)
-                .collect();
-            let mut probs = Vec::new();
-            softmax_into(&logits, &mut probs);
-            let mut order = Vec::new();
-            let kept = nucleus(&logits, &probs, p, &mut order);
-            let want = naive(&logits, &probs, p);
-            prop_assert_eq!(&order[..kept], &want[..]);
-        }
-    }
 }

@@ -55,10 +55,13 @@ const MASK: u32 = 100;
 
 fn config() -> LladaConfig {
     LladaConfig {
-        gen_length: 8,
+        common: Common {
+            gen_length: 8,
+            mask_id: Some(MASK),
+            ..Common::default()
+        },
         block_length: 4,
         steps: 4,
-        mask_id: Some(MASK),
         ..LladaConfig::default()
     }
 }
@@ -112,7 +115,10 @@ fn bad_settings_are_typed_errors() {
     );
     assert_eq!(
         config_err(LladaConfig {
-            gen_length: 0,
+            common: Common {
+                gen_length: 0,
+                ..base.common.clone()
+            },
             ..base.clone()
         }),
         ConfigError::ZeroGenLength
@@ -126,7 +132,10 @@ fn bad_settings_are_typed_errors() {
     );
     assert_eq!(
         config_err(LladaConfig {
-            mask_id: None,
+            common: Common {
+                mask_id: None,
+                ..base.common.clone()
+            },
             ..base.clone()
         }),
         ConfigError::MissingMaskId
@@ -219,7 +228,10 @@ fn denoiser_failures_and_bad_logits_are_reported() {
 fn only_masked_positions_up_to_the_block_end_are_requested_and_committed() {
     let mut m = model(8, ramp);
     let c = LladaConfig {
-        gen_length: 12,
+        common: Common {
+            gen_length: 12,
+            ..config().common
+        },
         block_length: 4,
         steps: 6,
         ..config()
@@ -311,7 +323,10 @@ fn the_same_seed_gives_the_same_tokens() {
         ((h.wrapping_add(t as u32 * 7919)) % 13) as f32 * 0.3
     };
     let c = LladaConfig {
-        gen_length: 16,
+        common: Common {
+            gen_length: 16,
+            ..config().common
+        },
         block_length: 8,
         steps: 8,
         temperature: 1.0,
@@ -356,7 +371,10 @@ fn parallel_mode_stops_a_block_when_it_has_no_masks_and_reports_stalls() {
     // A model that predicts the mask token never empties the block.
     let masky = |_: &[u32], _: usize, t: usize| if t == 5 { 1.0 } else { 0.0 };
     let c = LladaConfig {
-        mask_id: Some(5),
+        common: Common {
+            mask_id: Some(5),
+            ..c.common
+        },
         ..c
     };
     assert!(matches!(
@@ -374,7 +392,10 @@ fn generation_stops_at_a_settled_end_token_unless_asked_to_keep_going() {
         _ => 0.0,
     };
     let c = LladaConfig {
-        eos_ids: vec![7],
+        common: Common {
+            eos_ids: vec![7],
+            ..config().common
+        },
         ..config()
     };
     let g = run_default(&mut model(8, f), &c).expect("runs");
@@ -384,7 +405,10 @@ fn generation_stops_at_a_settled_end_token_unless_asked_to_keep_going() {
     let kept = run_default(
         &mut model(8, f),
         &LladaConfig {
-            keep_after_eos: true,
+            common: Common {
+                keep_after_eos: true,
+                ..c.common
+            },
             ..c
         },
     )

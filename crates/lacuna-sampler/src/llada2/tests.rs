@@ -1,12 +1,6 @@
 use super::*;
+use crate::denoiser::Pass;
 use crate::rng::Xoshiro256PlusPlus;
-
-#[test]
-fn transfer_schedule_is_the_official_one() {
-    assert_eq!(transfer_schedule(32, 32), vec![1; 32]);
-    assert_eq!(transfer_schedule(8, 3), vec![3, 3, 2]);
-    assert_eq!(transfer_schedule(4, 8), vec![1, 1, 1, 1, 0, 0, 0, 0]);
-}
 
 /// Records every call; every row prefers token `pos % 7`, with confidence falling along the
 /// canvas.
@@ -44,10 +38,13 @@ impl Denoiser for Recorder {
 
 fn config(cache: CachePolicy) -> Llada2Config {
     Llada2Config {
-        gen_length: 10,
+        common: Common {
+            gen_length: 10,
+            mask_id: Some(7),
+            ..Common::default()
+        },
         block_length: 4,
         steps: 2,
-        mask_id: Some(7),
         cache,
         ..Llada2Config::default()
     }
@@ -140,7 +137,10 @@ fn settings_are_checked() {
         },
         config(CachePolicy::Dual),
         Llada2Config {
-            mask_id: None,
+            common: Common {
+                mask_id: None,
+                ..config(CachePolicy::None).common
+            },
             ..config(CachePolicy::None)
         },
     ];
@@ -173,10 +173,13 @@ fn editing_never_touches_the_prompt() {
         }
     }
     let c = Llada2Config {
-        gen_length: 3,
+        common: Common {
+            gen_length: 3,
+            mask_id: Some(7),
+            ..Common::default()
+        },
         block_length: 4,
         steps: 4,
-        mask_id: Some(7),
         editing: Some(Editing::default()),
         ..Llada2Config::default()
     };

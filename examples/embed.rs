@@ -35,7 +35,7 @@ fn main() -> Result<(), lacuna::Error> {
         out.timings.step_ms_median()
     );
     // The fast mode: dual K/V cache + threshold parallel decoding.
-    let fast = engine.generate(&request.clone().fast(), |_| {})?;
+    let fast = engine.generate(&request.clone().fast(engine.arch()), |_| {})?;
     eprintln!(
         "fast mode: {:.2} s, {:.2} tokens per forward",
         fast.timings.total_s,

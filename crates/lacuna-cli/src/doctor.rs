@@ -102,17 +102,17 @@ fn gib(b: u64) -> String {
 /// twin), which `--device auto` also requires before it picks the GPU.
 fn cuda_status() -> (bool, String) {
     let engine = "the CUDA backend is new and not yet verified on a GPU";
-    let nvrtc = match lacuna_cuda::nvrtc::version() {
+    let nvrtc = match lacuna::cuda::nvrtc::version() {
         Ok((a, b)) => format!("NVRTC {a}.{b}"),
         Err(e) => e.to_string(),
     };
-    if lacuna_cuda::device_count() == 0 {
+    if lacuna::cuda::device_count() == 0 {
         return (
             false,
             format!("no usable NVIDIA GPU (no driver or no device); {nvrtc}; {engine}"),
         );
     }
-    match lacuna_cuda::Gpu::open(0) {
+    match lacuna::cuda::Gpu::open(0) {
         Err(e) => (false, format!("GPU 0 unusable: {e}; {engine}")),
         Ok(mut gpu) => {
             let i = gpu.info().clone();

@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
-use lacuna_models::fixture::{FixtureSpec, QuantMix, Shape, build, build_preset};
-use lacuna_models::{Arch, Preset};
+use lacuna::models::fixture::{FixtureSpec, QuantMix, Shape, build, build_preset};
+use lacuna::models::{Arch, Preset};
 
 /// Arguments of `lacuna fixture`.
 #[derive(clap::Args)]

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::Args;
-use lacuna_gguf::{Array, GgmlType, GgufFile, TensorInfo, Value};
+use lacuna::gguf::{Array, GgmlType, GgufFile, TensorInfo, Value};
 use serde_json::{Value as Json, json};
 
 /// Arguments of `lacuna inspect`.
@@ -75,7 +75,7 @@ pub(crate) fn run_tensor(args: TensorArgs) -> Result<()> {
     for src in data.chunks(chunk_bytes) {
         let n = src.len() / info.ty.type_size() * block_elems;
         let out = &mut values[..n];
-        lacuna_quant::dequantize_row(info.ty, src, out)
+        lacuna::quant::dequantize_row(info.ty, src, out)
             .with_context(|| format!("tensor {:?} ({})", info.name, info.ty))?;
         bytes.clear();
         bytes.extend(out.iter().flat_map(|x| x.to_le_bytes()));

@@ -4,7 +4,8 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use lacuna_models::AnyModel;
+use lacuna::models::Device;
+use lacuna::{Engine, EngineOptions};
 
 /// Arguments of `lacuna logits`.
 #[derive(clap::Args)]
@@ -26,22 +27,26 @@ pub(crate) struct LogitsArgs {
     #[arg(long)]
     attention_block: Option<usize>,
     /// Where the model runs: cpu, cuda, cuda:N or auto (see `lacuna run --help`).
-    #[arg(long, default_value = "auto", value_parser = crate::run::parse_device)]
-    device: lacuna_models::Device,
+    #[arg(long, default_value = "auto")]
+    device: Device,
 }
 
 /// Runs the forward pass and writes the logits.
 pub(crate) fn run(mut a: LogitsArgs) -> Result<()> {
     a.model = crate::pull::resolve_model(&a.model)?;
-    crate::bench::init_threads(a.threads)?;
-    let mut model = AnyModel::open(&a.model, a.device, lacuna_models::WeightLayout::default())
+    let options = EngineOptions {
+        threads: a.threads,
+        device: a.device,
+        ..EngineOptions::default()
+    };
+    let mut engine = Engine::load(&a.model, &options)
+        .map_err(crate::run::flat)
         .with_context(|| format!("loading {}", a.model.display()))?;
-    if let Some(block) = a.attention_block {
-        model.set_attention_block(block)?;
-    }
-    let vocab = model.vocab_size();
+    let vocab = engine.model().vocab_size();
     let mut logits = vec![0.0f32; a.tokens.len() * vocab];
-    model.forward_all(&a.tokens, &mut logits)?;
+    engine
+        .logits_with_block(&a.tokens, a.attention_block, &mut logits)
+        .map_err(crate::run::flat)?;
     let bytes: Vec<u8> = logits.iter().flat_map(|v| v.to_le_bytes()).collect();
     std::fs::write(&a.out, bytes).with_context(|| format!("writing {}", a.out.display()))?;
     eprintln!(

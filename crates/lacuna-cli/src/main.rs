@@ -8,7 +8,6 @@ mod canvas_view;
 mod chat;
 mod doctor;
 mod fixture;
-mod gen_bench;
 mod inspect;
 mod list;
 mod logits;
@@ -39,7 +38,7 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Report the CPU, kernel paths, threads, memory and CUDA, and what is missing.
     Doctor(doctor::DoctorArgs),
-    /// Write a deterministic random-weight GGUF fixture (llada, dream, llada-moe).
+    /// Write a deterministic random-weight GGUF fixture (llada, dream, llada-moe, rnd1, llada2).
     Fixture(fixture::FixtureArgs),
     /// Quantize an F32/F16/BF16 GGUF under a llama-quantize preset (no importance matrix).
     Quantize(quantize::QuantizeArgs),

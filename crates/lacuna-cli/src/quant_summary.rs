@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use lacuna_gguf::{GgmlType, GgufFile};
-use lacuna_models::preset::{file_type_name, matrix_type_runs};
+use lacuna::gguf::{GgmlType, GgufFile};
+use lacuna::models::preset::{file_type_name, matrix_type_runs};
 use serde_json::{Value as Json, json};
 
 /// One type's share of the file.

@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use lacuna_gguf::GgufFile;
-use lacuna_models::Preset;
+use lacuna::gguf::GgufFile;
+use lacuna::models::Preset;
 
 /// Arguments of `lacuna quantize`.
 #[derive(clap::Args)]
@@ -26,7 +26,7 @@ pub(crate) fn run(a: QuantizeArgs) -> Result<()> {
     })?;
     let src = GgufFile::open(&a.input).with_context(|| format!("opening {}", a.input.display()))?;
     let start = std::time::Instant::now();
-    let w = lacuna_models::quantize(&src, preset)?;
+    let w = lacuna::models::quantize(&src, preset)?;
     w.write_file(&a.output)
         .with_context(|| format!("writing {}", a.output.display()))?;
     let size = std::fs::metadata(&a.output).map(|m| m.len()).unwrap_or(0);

@@ -7,8 +7,8 @@ use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use lacuna::models::{Arch, Device, WeightLayout};
 use lacuna::{
-    CachePolicy, DreamAlg, Editing, Engine, EngineOptions, Finish, GenerateRequest, Output,
-    ParallelConfig, ParallelRule, Prompt, Remasking, StepView,
+    CachePolicy, DreamAlg, Engine, EngineOptions, Finish, GenerateRequest, Output, Prompt,
+    Remasking, Settings, StepView,
 };
 
 use crate::canvas_view::CanvasView;
@@ -31,17 +31,12 @@ pub(crate) struct ModelArgs {
     /// compact (ggml's blocks, the file's size; slower on long canvases) or auto (fast,
     /// unless that would not fit in available memory: then the experts, and if still needed
     /// the dense weights, go compact where this CPU has the kernel: Q4_K and Q6_K on x86-64).
-    #[arg(long, default_value = "auto", value_parser = ["auto", "compact", "fast"])]
-    pub(crate) weights: String,
+    #[arg(long, default_value = "auto")]
+    pub(crate) weights: WeightLayout,
     /// Where the model runs: cpu, cuda, cuda:N, or auto (a usable CUDA GPU whose test
     /// kernel passes, else the CPU). The CUDA backend is new and not yet verified on a GPU.
-    #[arg(long, default_value = "auto", value_parser = parse_device)]
+    #[arg(long, default_value = "auto")]
     pub(crate) device: Device,
-}
-
-/// `--device`: `auto`, `cpu`, `cuda` or `cuda:N`.
-pub(crate) fn parse_device(s: &str) -> Result<Device, String> {
-    Device::from_name(s).ok_or_else(|| format!("{s:?} is not a device (auto, cpu, cuda, cuda:N)"))
 }
 
 impl ModelArgs {
@@ -49,7 +44,7 @@ impl ModelArgs {
     pub(crate) fn load(&self) -> Result<Engine> {
         let options = EngineOptions {
             threads: self.threads,
-            weights: WeightLayout::from_name(&self.weights).unwrap_or_default(),
+            weights: self.weights,
             device: self.device,
         };
         match &self.model {
@@ -69,32 +64,35 @@ pub(crate) fn flat(e: lacuna::Error) -> anyhow::Error {
     anyhow::anyhow!("{e}")
 }
 
-/// Sampler settings shared by `run`, `chat` and `bench`.
+/// Sampler settings shared by `run` and `chat`: clap syntax only. What each setting means,
+/// its default and the presets are [`lacuna::Settings`]'s.
 #[derive(clap::Args, Debug, Clone)]
 pub(crate) struct SamplingArgs {
-    /// Tokens to generate.
-    #[arg(long, default_value_t = 128)]
-    pub(crate) gen_length: usize,
-    /// Denoising steps in total (unused with --parallel).
-    #[arg(long, default_value_t = 32)]
-    pub(crate) steps: usize,
-    /// Block length of semi-autoregressive decoding (default: 32 for LLaDA models and for
-    /// --parallel; Dream's official sampler has no blocks).
+    /// Tokens to generate [default: 128].
+    #[arg(long)]
+    pub(crate) gen_length: Option<usize>,
+    /// Denoising steps in total, per block for LLaDA2 [default: 4 tokens per step (32 for
+    /// 128 tokens), a multiple of the blocks; LLaDA2: 32]. Unused with --parallel.
+    #[arg(long)]
+    pub(crate) steps: Option<usize>,
+    /// Block length of semi-autoregressive decoding [default: 32 (or the whole length when it
+    /// is not a multiple of 32) for LLaDA models and for --parallel; Dream's official sampler
+    /// has no blocks].
     #[arg(long)]
     pub(crate) block_length: Option<usize>,
     /// LLaDA remasking: low_confidence or random.
-    #[arg(long, value_parser = ["low_confidence", "random"])]
-    pub(crate) remasking: Option<String>,
+    #[arg(long)]
+    pub(crate) remasking: Option<Remasking>,
     /// Dream remasking algorithm: origin, maskgit_plus, topk_margin or entropy.
-    #[arg(long, value_parser = ["origin", "maskgit_plus", "topk_margin", "entropy"])]
-    pub(crate) algorithm: Option<String>,
-    /// Token temperature (0 = greedy).
-    #[arg(long, default_value_t = 0.0)]
-    pub(crate) temperature: f64,
-    /// Dream: nucleus sampling threshold.
+    #[arg(long)]
+    pub(crate) algorithm: Option<DreamAlg>,
+    /// Token temperature [default: 0, greedy].
+    #[arg(long)]
+    pub(crate) temperature: Option<f64>,
+    /// Dream, LLaDA2, RND1: nucleus sampling threshold.
     #[arg(long)]
     pub(crate) top_p: Option<f64>,
-    /// Dream: top-k filter.
+    /// Dream, LLaDA2, RND1: top-k filter.
     #[arg(long)]
     pub(crate) top_k: Option<usize>,
     /// Dream: temperature of the position draw.
@@ -103,104 +101,83 @@ pub(crate) struct SamplingArgs {
     /// LLaDA: classifier-free guidance scale (0 = off).
     #[arg(long)]
     pub(crate) cfg_scale: Option<f32>,
-    /// Seed of the sampler's random draws.
-    #[arg(long, default_value_t = 0)]
-    pub(crate) seed: u64,
+    /// Seed of the sampler's random draws [default: 0].
+    #[arg(long)]
+    pub(crate) seed: Option<u64>,
     /// Fast-dLLM parallel decoding: commit every position whose confidence reaches the
     /// threshold (default 0.9) instead of a fixed count per step.
     #[arg(long)]
     pub(crate) parallel: bool,
-    /// Confidence threshold of --parallel.
-    #[arg(long, conflicts_with_all = ["factor", "entropy_bound"])]
+    /// Confidence threshold of --parallel (LLaDA2: of its own threshold sampler).
+    #[arg(long)]
     pub(crate) threshold: Option<f64>,
     /// Use Fast-dLLM's factor rule with this factor in --parallel mode.
-    #[arg(long, conflicts_with = "entropy_bound")]
+    #[arg(long)]
     pub(crate) factor: Option<f64>,
     /// Use EB-Sampler's entropy-bounded rule in --parallel mode: commit the most confident
     /// positions while their summed entropy minus the largest stays within this bound (nats).
     #[arg(long)]
     pub(crate) entropy_bound: Option<f64>,
     /// Key/value cache between steps: none (exact), prefix or dual (Fast-dLLM's caches,
-    /// refreshed at every block start; approximate).
-    #[arg(long, value_parser = ["none", "prefix", "dual"])]
-    pub(crate) cache: Option<String>,
-    /// Fast-dLLM's fast mode: dual cache and parallel decoding with threshold 0.9 in blocks
-    /// of 32 (each of these can still be set on its own). LLaDA2: its exact block cache.
+    /// refreshed at every block start; approximate for bidirectional models, exact for
+    /// LLaDA2's finished blocks).
+    #[arg(long)]
+    pub(crate) cache: Option<CachePolicy>,
+    /// The fast preset: Fast-dLLM's dual cache and parallel decoding with threshold 0.9 in
+    /// blocks of 32 (each of these can still be set on its own); LLaDA2: its exact block
+    /// cache.
     #[arg(long)]
     pub(crate) fast: bool,
     /// LLaDA2.1's token-to-token editing: committed tokens of the current block are replaced
     /// by surer predictions.
     #[arg(long)]
     pub(crate) editing: bool,
-    /// Confidence above which --editing replaces a committed token.
-    #[arg(long, default_value_t = 0.9, requires = "editing")]
-    pub(crate) editing_threshold: f64,
-    /// Editing-only steps once a block has no mask (--editing).
-    #[arg(long, default_value_t = 16, requires = "editing")]
-    pub(crate) max_post_steps: usize,
+    /// Confidence above which --editing replaces a committed token [default: 0.9].
+    #[arg(long, requires = "editing")]
+    pub(crate) editing_threshold: Option<f64>,
+    /// Editing-only steps once a block has no mask (--editing) [default: 16].
+    #[arg(long, requires = "editing")]
+    pub(crate) max_post_steps: Option<usize>,
+}
+
+/// A [`lacuna::Settings`] field as the CLI spells it (`cfg_scale` is `--cfg-scale`).
+pub(crate) fn flag_name(setting: &str) -> String {
+    format!("--{}", setting.replace('_', "-"))
 }
 
 impl SamplingArgs {
+    /// The settings the flags give.
+    pub(crate) fn settings(&self) -> Settings {
+        Settings {
+            gen_length: self.gen_length,
+            steps: self.steps,
+            block_length: self.block_length,
+            temperature: self.temperature,
+            top_p: self.top_p,
+            top_k: self.top_k,
+            seed: self.seed,
+            remasking: self.remasking,
+            algorithm: self.algorithm,
+            alg_temp: self.alg_temp,
+            cfg_scale: self.cfg_scale,
+            cache: self.cache,
+            parallel: self.parallel,
+            threshold: self.threshold,
+            factor: self.factor,
+            entropy_bound: self.entropy_bound,
+            fast: self.fast,
+            editing: self.editing,
+            editing_threshold: self.editing_threshold,
+            max_post_steps: self.max_post_steps,
+            keep_after_eos: false,
+        }
+    }
+
     /// The request for `prompt` on a model of `arch`.
     pub(crate) fn request(&self, prompt: Prompt, arch: Arch) -> Result<GenerateRequest> {
-        let llada2 = arch == Arch::Llada2;
-        // LLaDA2's official sampler already commits by threshold (0.95): --threshold sets
-        // it; its cache (the finished blocks) is exact.
-        let parallel =
-            self.parallel || (self.fast && !llada2) || (llada2 && self.threshold.is_some());
-        if !parallel
-            && (self.threshold.is_some() || self.factor.is_some() || self.entropy_bound.is_some())
-        {
-            bail!("--threshold, --factor and --entropy-bound need --parallel (or --fast)");
-        }
-        if self.fast && self.cfg_scale.is_some_and(|c| c != 0.0) {
-            bail!(
-                "--fast (dual cache) cannot be combined with --cfg-scale: the unconditional \
-                 pass runs on another canvas; use --cache none with --cfg-scale"
-            );
-        }
-        let mut r = GenerateRequest::new(prompt);
-        r.gen_length = self.gen_length;
-        r.steps = self.steps;
-        r.block_length = self
-            .block_length
-            .or((arch.block_wise() || (parallel && arch == Arch::Dream)).then_some(32));
-        r.temperature = self.temperature;
-        r.remasking = self.remasking.as_deref().map(|s| match s {
-            "random" => Remasking::Random,
-            _ => Remasking::LowConfidence,
-        });
-        r.algorithm = self.algorithm.as_deref().map(|s| match s {
-            "maskgit_plus" => DreamAlg::MaskgitPlus,
-            "topk_margin" => DreamAlg::TopkMargin,
-            "entropy" => DreamAlg::Entropy,
-            _ => DreamAlg::Origin,
-        });
-        r.top_p = self.top_p;
-        r.top_k = self.top_k;
-        r.alg_temp = self.alg_temp;
-        r.cfg_scale = self.cfg_scale;
-        r.seed = self.seed;
-        r.parallel = parallel.then(|| ParallelConfig {
-            rule: match (self.threshold, self.factor, self.entropy_bound) {
-                (_, _, Some(g)) => ParallelRule::EntropyBound(g),
-                (_, Some(f), None) => ParallelRule::Factor(f),
-                (Some(t), None, None) => ParallelRule::Threshold(t),
-                (None, None, None) => ParallelConfig::default().rule,
-            },
-        });
-        r.cache = match self.cache.as_deref() {
-            Some(name) => CachePolicy::from_name(name).unwrap_or_default(),
-            None if self.fast && llada2 => CachePolicy::Prefix,
-            None if self.fast => CachePolicy::Dual,
-            None => CachePolicy::None,
-        };
-        r.editing = self.editing.then(|| Editing {
-            threshold: self.editing_threshold,
-            max_post_steps: self.max_post_steps,
-            ..Editing::default()
-        });
-        Ok(r)
+        self.settings()
+            .request(prompt, arch)
+            .map_err(|e| anyhow::anyhow!(e.message(&flag_name)))
     }
 }
 
@@ -350,3 +327,6 @@ pub(crate) fn run(a: RunArgs) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use lacuna::gguf::GgufFile;
-use lacuna_tokenizer::Tokenizer;
+use lacuna::tokenizer::Tokenizer;
 
 /// Arguments of `lacuna tokenize`.
 #[derive(clap::Args)]

@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use lacuna_gguf::{GgmlType, GgufWriter};
+use lacuna::gguf::{GgmlType, GgufWriter};
 
 fn lacuna(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_lacuna"))

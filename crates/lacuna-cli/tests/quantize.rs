@@ -9,7 +9,7 @@ use std::process::Output;
 
 use common::{lacuna, stderr};
 
-use lacuna_gguf::{GgmlType, GgufFile, GgufWriter};
+use lacuna::gguf::{GgmlType, GgufFile, GgufWriter};
 
 fn ok(o: Output) -> Output {
     assert!(o.status.success(), "{}", stderr(&o));

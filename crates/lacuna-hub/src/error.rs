@@ -177,7 +177,7 @@ pub enum Error {
     NoCacheDir,
     /// A cached file is not a readable GGUF file.
     #[error(transparent)]
-    Gguf(#[from] lacuna::gguf::Error),
+    Gguf(#[from] lacuna_gguf::Error),
 }
 
 /// What a status usually means on the Hub.

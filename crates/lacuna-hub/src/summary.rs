@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use lacuna::gguf::GgufFile;
+use lacuna_gguf::GgufFile;
 
 use crate::Result;
 

@@ -42,16 +42,17 @@ impl Arch {
 
     /// The architecture named `name`, or [`Error::UnknownArchitecture`].
     pub fn from_name(name: &str) -> Result<Arch> {
-        match name {
-            "llada" => Ok(Arch::Llada),
-            "dream" => Ok(Arch::Dream),
-            "llada-moe" => Ok(Arch::LladaMoe),
-            "rnd1" => Ok(Arch::Rnd1),
-            "llada2" => Ok(Arch::Llada2),
-            _ => Err(Error::UnknownArchitecture {
+        Arch::ALL
+            .into_iter()
+            .find(|a| a.name() == name)
+            .ok_or_else(|| Error::UnknownArchitecture {
                 name: name.to_string(),
-            }),
-        }
+            })
+    }
+
+    /// The names of [`Arch::ALL`], comma-separated (for error messages).
+    pub fn names() -> String {
+        Arch::ALL.map(Arch::name).join(", ")
     }
 
     /// The GGUF name, which also prefixes the architecture's metadata keys.
@@ -108,8 +109,30 @@ impl Arch {
     }
 }
 
+impl std::str::FromStr for Arch {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Arch> {
+        Arch::from_name(s)
+    }
+}
+
 impl std::fmt::Display for Arch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_architecture_lists_every_supported_one() {
+        let e = "gpt9".parse::<Arch>().unwrap_err().to_string();
+        for a in Arch::ALL {
+            assert!(e.contains(a.name()), "{e} lacks {a}");
+            assert_eq!(a.name().parse::<Arch>().unwrap(), a);
+        }
     }
 }

@@ -269,4 +269,11 @@ pub trait Backend {
         width: usize,
         out: Self::ViewMut<'_>,
     ) -> Result<()>;
+
+    /// Waits until every operation queued so far has finished (a profiling pass reads the
+    /// clock only after it). The default, for a backend that computes synchronously, returns
+    /// at once.
+    fn synchronize(&mut self) -> Result<()> {
+        Ok(())
+    }
 }

@@ -275,4 +275,8 @@ impl Backend for CudaBackend {
     ) -> Result<()> {
         Ok(self.gpu.sum_slots(slots, k, width, out)?)
     }
+
+    fn synchronize(&mut self) -> Result<()> {
+        Ok(self.gpu.synchronize()?)
+    }
 }

@@ -1,14 +1,13 @@
-//! Choosing where a model runs: [`Device`], and [`AnyModel`] / [`AnyCache`], a model and its
-//! key/value cache on whichever backend was chosen, behind one type for the engine.
+//! Choosing where a model runs: [`Device`], and [`AnyModel`], a model on whichever backend
+//! was chosen, behind one type for the engine. What runs a generation matches on it once and
+//! works on the typed [`Model`] (and its typed [`KvCache`](crate::KvCache)) from there.
 
 use std::path::Path;
 
 use lacuna_gguf::GgufFile;
-use lacuna_sampler::{Denoiser, Pass};
+use lacuna_sampler::UnknownName;
 
-use crate::{
-    Arch, Config, CpuBackend, CudaBackend, Error, KvCache, Model, PartTimes, Result, WeightLayout,
-};
+use crate::{Arch, Config, CpuBackend, CudaBackend, Model, PartTimes, Result, WeightLayout};
 
 /// Where a model runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -41,6 +40,38 @@ impl Device {
     }
 }
 
+impl std::str::FromStr for Device {
+    type Err = UnknownName;
+
+    /// `auto`, `cpu`, `cuda` (device 0) or `cuda:N`.
+    fn from_str(s: &str) -> std::result::Result<Device, UnknownName> {
+        Device::from_name(s).ok_or_else(|| UnknownName {
+            what: "device",
+            name: s.to_string(),
+            valid: &["auto", "cpu", "cuda", "cuda:N"],
+        })
+    }
+}
+
+impl std::str::FromStr for WeightLayout {
+    type Err = UnknownName;
+
+    /// `auto`, `compact` or `fast`.
+    fn from_str(s: &str) -> std::result::Result<WeightLayout, UnknownName> {
+        lacuna_sampler::names::parse_name(
+            "weight layout",
+            s,
+            WeightLayout::NAMES,
+            &[WeightLayout::Auto, WeightLayout::Compact, WeightLayout::Fast],
+        )
+    }
+}
+
+impl WeightLayout {
+    /// Every valid name of a layout.
+    pub const NAMES: &'static [&'static str] = &["auto", "compact", "fast"];
+}
+
 impl std::fmt::Display for Device {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -60,15 +91,6 @@ pub enum AnyModel {
     Cpu(Model<CpuBackend>),
     /// On the CUDA backend.
     Cuda(Model<CudaBackend>),
-}
-
-/// A key/value cache for an [`AnyModel`] (host memory or device memory).
-#[derive(Debug)]
-pub enum AnyCache {
-    /// For a CPU model.
-    Cpu(KvCache),
-    /// For a CUDA model.
-    Cuda(KvCache<lacuna_cuda::DevBuf>),
 }
 
 macro_rules! on {
@@ -189,14 +211,14 @@ impl AnyModel {
         on!(self, m => m.reset_part_times())
     }
 
-    /// See [`Model::cache_bytes`].
-    pub fn cache_bytes(&self) -> usize {
-        on!(self, m => m.cache_bytes())
+    /// See [`Model::set_profiling`].
+    pub fn set_profiling(&mut self, on: bool) {
+        on!(self, m => m.set_profiling(on))
     }
 
-    /// See [`Model::set_attention_block`].
-    pub fn set_attention_block(&mut self, block: usize) -> Result<()> {
-        on!(self, m => m.set_attention_block(block))
+    /// See [`Model::resolve_attention_block`].
+    pub fn resolve_attention_block(&self, requested: Option<usize>) -> Result<Option<usize>> {
+        on!(self, m => m.resolve_attention_block(requested))
     }
 
     /// See [`Model::forward_all`].
@@ -209,58 +231,13 @@ impl AnyModel {
         on!(self, m => m.forward(tokens, rows, out))
     }
 
-    /// See [`Model::forward_pass`].
-    pub fn forward_pass(
+    /// See [`Model::forward_all_with_block`].
+    pub fn forward_all_with_block(
         &mut self,
         tokens: &[u32],
-        pass: &Pass,
-        rows: &[usize],
+        attention_block: Option<usize>,
         out: &mut [f32],
     ) -> Result<()> {
-        on!(self, m => m.forward_pass(tokens, pass, rows, out))
-    }
-
-    /// An empty cache of this model's kind.
-    pub fn new_cache(&self) -> AnyCache {
-        match self {
-            AnyModel::Cpu(_) => AnyCache::Cpu(KvCache::default()),
-            AnyModel::Cuda(_) => AnyCache::Cuda(KvCache::default()),
-        }
-    }
-
-    /// See [`Model::swap_cache`]; a cache of the other kind is an error.
-    pub fn swap_cache(&mut self, cache: &mut AnyCache) -> Result<()> {
-        match (self, cache) {
-            (AnyModel::Cpu(m), AnyCache::Cpu(c)) => m.swap_cache(c),
-            (AnyModel::Cuda(m), AnyCache::Cuda(c)) => m.swap_cache(c),
-            _ => return Err(Error::CacheDevice),
-        }
-        Ok(())
-    }
-}
-
-impl Denoiser for AnyModel {
-    type Error = Error;
-
-    fn vocab_size(&self) -> usize {
-        AnyModel::vocab_size(self)
-    }
-
-    fn logits(&mut self, canvas: &[u32], rows: &[usize], out: &mut [f32]) -> Result<()> {
-        AnyModel::forward(self, canvas, rows, out)
-    }
-
-    fn supports_cache(&self) -> bool {
-        true
-    }
-
-    fn forward(
-        &mut self,
-        canvas: &[u32],
-        pass: &Pass,
-        rows: &[usize],
-        out: &mut [f32],
-    ) -> Result<()> {
-        self.forward_pass(canvas, pass, rows, out)
+        on!(self, m => m.forward_all_with_block(tokens, attention_block, out))
     }
 }

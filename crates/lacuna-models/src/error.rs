@@ -9,14 +9,11 @@ pub enum Error {
     /// The CUDA backend failed (no driver, no NVRTC, out of memory, a kernel error).
     #[error(transparent)]
     Cuda(#[from] lacuna_cuda::Error),
-    /// A key/value cache made for one device was handed to a model on another.
-    #[error("the key/value cache belongs to a model on another device")]
-    CacheDevice,
     /// The GGUF container is unreadable or a metadata key is missing or mistyped.
     #[error(transparent)]
     Gguf(#[from] lacuna_gguf::Error),
     /// `general.architecture` names an architecture Lacuna does not run.
-    #[error("unknown architecture {name:?} (supported: llada, dream, llada-moe)")]
+    #[error("unknown architecture {name:?} (supported: {})", crate::Arch::names())]
     UnknownArchitecture {
         /// The value of `general.architecture`.
         name: String,

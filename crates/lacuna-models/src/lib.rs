@@ -1,6 +1,12 @@
-//! Model graphs for the GGUF architectures `llada`, `dream`, `llada-moe`, `rnd1` and `llada2`: hyperparameters
-//! from metadata, weights from the mapped file, and a forward pass over a whole canvas on a
-//! compute backend (CPU now, CUDA later).
+//! Model graphs for the five GGUF architectures `llada` (LLaDA), `dream` (Dream), `llada-moe`
+//! (LLaDA-MoE), `llada2` (LLaDA2.0/2.1) and `rnd1` (RND1): hyperparameters from metadata,
+//! weights from the mapped file, and a forward pass over a whole canvas on a compute
+//! [`Backend`].
+//!
+//! Two backends implement it: [`CpuBackend`] (lacuna-cpu's kernels, the reference) and
+//! [`CudaBackend`] (lacuna-cuda). The CUDA backend is compiled everywhere and its host side is
+//! tested against the CPU backend, but it has never yet run on a GPU. [`AnyModel`] holds a
+//! model on whichever [`Device`] was chosen.
 //!
 //! ```no_run
 //! use lacuna_models::Model;
@@ -30,8 +36,8 @@ pub use backend::{Backend, WeightPlan};
 pub use config::{Config, Gating, MoeConfig};
 pub use cpu::{CpuBackend, WeightLayout};
 pub use cuda::CudaBackend;
-pub use device::{AnyCache, AnyModel, Device};
+pub use device::{AnyModel, Device};
 pub use error::{Error, Result};
-pub use model::{DEFAULT_BLOCK, KvCache, Model, PartTimes};
+pub use model::{Bound, DEFAULT_BLOCK, KvCache, Model, PartTimes, PassSpec};
 pub use preset::Preset;
 pub use quantize::quantize;

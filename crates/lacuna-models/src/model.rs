@@ -3,113 +3,28 @@
 
 use std::ops::Range;
 use std::path::Path;
-use std::time::{Duration, Instant};
 
 use lacuna_gguf::{GgufFile, TensorInfo};
 use lacuna_sampler::Pass;
 
-use crate::backend::{AttnShape, Backend, RopeParams, WeightPlan};
+use crate::backend::{Backend, WeightPlan};
 use crate::cpu::CpuBackend;
-use crate::weights::{Dense, Ffn, Linear, Loader, Qkv, Weights};
+use crate::weights::{Loader, Weights};
 use crate::{Arch, Config, Error, Result};
 
+mod cache;
 mod moe;
+mod pass;
+mod timer;
+
+pub use cache::{Bound, KvCache, PassSpec};
+pub use timer::PartTimes;
+
+use pass::{Geometry, Graph, Scratch};
+use timer::Timer;
 
 /// LLaDA2's default block length (its generate code's `block_length=32`).
 pub const DEFAULT_BLOCK: usize = 32;
-
-/// Wall time spent in each part of the forward passes since the last reset.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct PartTimes {
-    /// Projections and feed-forward matmuls (including MoE routing and experts).
-    pub gemm: Duration,
-    /// Attention (scores, softmax, weighted sum of values).
-    pub attention: Duration,
-    /// The LM head matmul.
-    pub lm_head: Duration,
-    /// Embedding lookup, norms, RoPE, SwiGLU, residual adds, bias adds.
-    pub other: Duration,
-    /// Forward passes timed.
-    pub passes: u32,
-    /// Bytes of expert weights the passes read, in the form the backend keeps them: each
-    /// expert that at least one token was routed to, once per layer and pass.
-    pub expert_bytes: u64,
-    /// Expert matmul groups run (expert x layer x pass with at least one token).
-    pub experts_run: u64,
-}
-
-/// Reused activation buffers, the backend's own: they grow to the largest canvas seen
-/// and are never freed between passes.
-struct Scratch<B: Backend> {
-    x: B::Buf,
-    xn: B::Buf,
-    q: B::Buf,
-    k: B::Buf,
-    v: B::Buf,
-    attn: B::Buf,
-    proj: B::Buf,
-    gate: B::Buf,
-    up: B::Buf,
-    act: B::Buf,
-    rows: B::Buf,
-    moe: moe::MoeScratch<B>,
-}
-
-impl<B: Backend> Default for Scratch<B> {
-    fn default() -> Self {
-        Scratch {
-            x: B::Buf::default(),
-            xn: B::Buf::default(),
-            q: B::Buf::default(),
-            k: B::Buf::default(),
-            v: B::Buf::default(),
-            attn: B::Buf::default(),
-            proj: B::Buf::default(),
-            gate: B::Buf::default(),
-            up: B::Buf::default(),
-            act: B::Buf::default(),
-            rows: B::Buf::default(),
-            moe: moe::MoeScratch::default(),
-        }
-    }
-}
-
-/// Per-layer keys (after RoPE) and values of every canvas position, kept between passes:
-/// written by [`Pass::Fill`] for every position and by [`Pass::Window`] for the window's;
-/// read by every pass that uses the cache. Buffers (the backend's: device memory on a GPU)
-/// grow to the longest canvas and stay.
-///
-/// A [`Model`] owns one; a program that interleaves several canvases on one model (a server)
-/// keeps one per canvas and swaps it in around each pass with [`Model::swap_cache`].
-#[derive(Debug, Default)]
-pub struct KvCache<Buf = Vec<f32>> {
-    /// The canvas length the cache holds (block-causal: the positions up to the last
-    /// window's end); 0 when empty or after a failed pass.
-    len: usize,
-    /// The attention block length the cache was computed with.
-    block: Option<usize>,
-    /// `[layer][position x kv_dim]`.
-    k: Vec<Buf>,
-    /// `[layer][position x kv_dim]`.
-    v: Vec<Buf>,
-}
-
-impl<Buf: Default> KvCache<Buf> {
-    fn prepare<B: Backend<Buf = Buf>>(
-        &mut self,
-        be: &mut B,
-        layers: usize,
-        t: usize,
-        kv_dim: usize,
-    ) -> Result<()> {
-        self.k.resize_with(layers, Buf::default);
-        self.v.resize_with(layers, Buf::default);
-        for b in self.k.iter_mut().chain(self.v.iter_mut()) {
-            be.ensure(b, t * kv_dim)?;
-        }
-        Ok(())
-    }
-}
 
 /// A diffusion language model ready to run on backend `B`.
 pub struct Model<B: Backend = CpuBackend> {
@@ -120,10 +35,9 @@ pub struct Model<B: Backend = CpuBackend> {
     weights: Weights<B>,
     backend: B,
     scratch: Scratch<B>,
-    cache: KvCache<B::Buf>,
     times: PartTimes,
-    /// Block length of block-causal attention (LLaDA2), `None` = bidirectional.
-    attn_block: Option<usize>,
+    /// Whether passes time their parts (see [`Model::set_profiling`]).
+    profiling: bool,
     /// See [`Model::weight_bytes`].
     weight_bytes: usize,
 }
@@ -190,7 +104,6 @@ impl<B: Backend> Model<B> {
             config.n_embd,
             file.info_data(&embd),
         )?;
-        let attn_block = config.arch.block_causal().then_some(DEFAULT_BLOCK);
         Ok(Model {
             file,
             config,
@@ -199,9 +112,8 @@ impl<B: Backend> Model<B> {
             weights,
             backend,
             scratch: Scratch::default(),
-            cache: KvCache::default(),
             times: PartTimes::default(),
-            attn_block,
+            profiling: false,
             weight_bytes,
         })
     }
@@ -212,29 +124,34 @@ impl<B: Backend> Model<B> {
         self.weight_bytes
     }
 
-    /// The block length of block-causal attention, `None` when attention is
-    /// bidirectional (every architecture but LLaDA2).
+    /// The block length of the architecture's own block-causal attention (LLaDA2:
+    /// [`DEFAULT_BLOCK`], as its generate code's default), `None` when attention is
+    /// bidirectional (every other architecture). A pass can ask for another block length
+    /// ([`PassSpec::attention_block`]).
     pub fn attention_block(&self) -> Option<usize> {
-        self.attn_block
+        self.config.arch.block_causal().then_some(DEFAULT_BLOCK)
     }
 
-    /// Sets the block length of LLaDA2's block-causal attention: position `p` attends to
-    /// the positions before `(p / block + 1) * block`. LLaDA2's generate code builds this
-    /// mask from the sampler's block length, so a generation sets both alike; 1 is plain
-    /// causal attention (the autoregressive BailingMoE-v2 graph). Errors for 0 and for
-    /// bidirectional architectures. A cache computed with another block length is not
-    /// reused by window passes.
-    pub fn set_attention_block(&mut self, block: usize) -> Result<()> {
-        if !self.config.arch.block_causal() {
-            return Err(Error::NotBlockCausal {
+    /// The attention block a pass asking for `requested` runs with: `None` is the
+    /// architecture's own ([`Model::attention_block`]); a block length is LLaDA2's
+    /// block-causal mask (position `p` attends to the positions before
+    /// `(p / block + 1) * block`; 1 is plain causal attention, the autoregressive
+    /// BailingMoE-v2 graph). Errors for 0 and for bidirectional architectures.
+    pub fn resolve_attention_block(&self, requested: Option<usize>) -> Result<Option<usize>> {
+        match requested {
+            None => Ok(self.attention_block()),
+            Some(_) if !self.config.arch.block_causal() => Err(Error::NotBlockCausal {
                 arch: self.config.arch,
-            });
+            }),
+            Some(0) => Err(Error::ZeroAttentionBlock),
+            Some(block) => Ok(Some(block)),
         }
-        if block == 0 {
-            return Err(Error::ZeroAttentionBlock);
-        }
-        self.attn_block = Some(block);
-        Ok(())
+    }
+
+    /// The model as the sampler's denoiser for one canvas: with a cache of its own and the
+    /// attention block `attention_block` (see [`Model::resolve_attention_block`]).
+    pub fn bind(&mut self, attention_block: Option<usize>) -> Result<Bound<'_, B>> {
+        Bound::new(self, attention_block)
     }
 
     /// The hyperparameters.
@@ -277,7 +194,8 @@ impl<B: Backend> Model<B> {
         &self.file
     }
 
-    /// Time per part of the forward passes since the last [`Model::reset_part_times`].
+    /// Time per part of the profiling passes, and expert counters of every pass, since
+    /// the last [`Model::reset_part_times`].
     pub fn part_times(&self) -> PartTimes {
         self.times
     }
@@ -287,54 +205,70 @@ impl<B: Backend> Model<B> {
         self.times = PartTimes::default();
     }
 
-    /// Logits of every canvas position, `tokens.len() x vocab_size()` into `out`.
+    /// Makes the following passes profiling passes: the backend is synchronized after each
+    /// part and the part's wall time added to [`Model::part_times`]. Off by default, so a
+    /// normal pass reads no clock (on an asynchronous device such a read would time the
+    /// launch queue, and the synchronizations slow the pass).
+    pub fn set_profiling(&mut self, on: bool) {
+        self.profiling = on;
+    }
+
+    /// Logits of every canvas position, `tokens.len() x vocab_size()` into `out`, under the
+    /// architecture's own attention mask.
     pub fn forward_all(&mut self, tokens: &[u32], out: &mut [f32]) -> Result<()> {
-        self.run(tokens, &Pass::Full, None, out)
+        self.run(None, PassSpec::full(), tokens, None, out)
+    }
+
+    /// [`Model::forward_all`] with LLaDA2's attention in blocks of `attention_block` (see
+    /// [`Model::resolve_attention_block`]; `None` is the architecture's own mask).
+    pub fn forward_all_with_block(
+        &mut self,
+        tokens: &[u32],
+        attention_block: Option<usize>,
+        out: &mut [f32],
+    ) -> Result<()> {
+        let spec = PassSpec {
+            pass: &Pass::Full,
+            attention_block,
+        };
+        self.run(None, spec, tokens, None, out)
     }
 
     /// Logits of the canvas rows `rows` (ascending, distinct), `rows.len() x vocab_size()`
-    /// into `out`. The whole canvas is run (every position attends to every other); only
-    /// the last layer's feed-forward and the LM head are restricted to `rows`.
+    /// into `out`. The whole canvas is run (every position attends to every other, or as the
+    /// architecture's mask allows); only the last layer's feed-forward and the LM head are
+    /// restricted to `rows`.
     pub fn forward(&mut self, tokens: &[u32], rows: &[usize], out: &mut [f32]) -> Result<()> {
-        self.run(tokens, &Pass::Full, Some(rows), out)
+        self.run(None, PassSpec::full(), tokens, Some(rows), out)
     }
 
-    /// [`Model::forward`] as `pass` says: [`Pass::Full`] is [`Model::forward`];
-    /// [`Pass::Fill`] computes the same logits (bit for bit) and keeps every layer's keys and
-    /// values; [`Pass::Window`] runs only the window's positions, their queries attending to
-    /// the window's fresh keys and values and to the cached ones of every other position
-    /// (rows must lie in the window). The cache belongs to the model: it holds one canvas.
+    /// [`Model::forward`] as `spec` says, over one canvas's `cache`: [`Pass::Full`] is
+    /// [`Model::forward`] (the cache untouched); [`Pass::Fill`] computes the same logits (bit
+    /// for bit) and keeps every layer's keys and values in `cache`; [`Pass::Window`] runs
+    /// only the window's positions, their queries attending to the window's fresh keys and
+    /// values and to the cached ones of every other position (rows must lie in the window).
+    /// `spec.attention_block` sets LLaDA2's block-causal mask (see
+    /// [`Model::resolve_attention_block`]); a window over a cache computed with another
+    /// block length is refused.
     pub fn forward_pass(
         &mut self,
+        cache: &mut KvCache<B::Buf>,
+        spec: PassSpec<'_>,
         tokens: &[u32],
-        pass: &Pass,
         rows: &[usize],
         out: &mut [f32],
     ) -> Result<()> {
-        self.run(tokens, pass, Some(rows), out)
-    }
-
-    /// Exchanges the model's key/value cache with `cache`: the next cached pass reads and
-    /// writes `cache`'s canvas. A new (default) cache is empty, so its first pass must be a
-    /// [`Pass::Fill`].
-    pub fn swap_cache(&mut self, cache: &mut KvCache<B::Buf>) {
-        std::mem::swap(&mut self.cache, cache);
-    }
-
-    /// Bytes the key/value cache holds now.
-    pub fn cache_bytes(&self) -> usize {
-        let floats: usize = self
-            .cache
-            .k
-            .iter()
-            .chain(&self.cache.v)
-            .map(B::buf_len)
-            .sum();
-        floats * std::mem::size_of::<f32>()
+        self.run(Some(cache), spec, tokens, Some(rows), out)
     }
 
     /// The positions a pass runs through the layers, checked against the cache.
-    fn window(&self, t: usize, pass: &Pass, rows: Option<&[usize]>) -> Result<Range<usize>> {
+    fn window(
+        cache: Option<&KvCache<B::Buf>>,
+        block: Option<usize>,
+        t: usize,
+        pass: &Pass,
+        rows: Option<&[usize]>,
+    ) -> Result<Range<usize>> {
         let Pass::Window(w) = pass else {
             return Ok(0..t);
         };
@@ -351,16 +285,16 @@ impl<B: Backend> Model<B> {
         // canvas. Block-causal: a position sees only the blocks up to its own, so a window
         // needs the keys and values of the positions before it, which earlier passes on the
         // same prefix left (the canvas may have grown since, block by block).
-        let filled = self.cache.block == self.attn_block
-            && match self.attn_block {
-                None => self.cache.len == t,
-                Some(_) => self.cache.len >= w.start,
-            };
+        let cached = cache.map_or(0, |c| c.len);
+        let filled = cache.is_some_and(|c| {
+            c.block == block
+                && match block {
+                    None => c.len == t,
+                    Some(_) => c.len >= w.start,
+                }
+        });
         if !filled {
-            return Err(Error::CacheNotFilled {
-                len: t,
-                cached: self.cache.len,
-            });
+            return Err(Error::CacheNotFilled { len: t, cached });
         }
         if let Some(&row) = rows.into_iter().flatten().find(|r| !w.contains(r)) {
             return Err(bad(row));
@@ -410,13 +344,15 @@ impl<B: Backend> Model<B> {
 
     fn run(
         &mut self,
+        cache: Option<&mut KvCache<B::Buf>>,
+        spec: PassSpec<'_>,
         tokens: &[u32],
-        pass: &Pass,
         rows: Option<&[usize]>,
         out: &mut [f32],
     ) -> Result<()> {
+        let block = self.resolve_attention_block(spec.attention_block)?;
         let n_rows = self.check(tokens, rows, out)?;
-        let window = self.window(tokens.len(), pass, rows)?;
+        let window = Self::window(cache.as_deref(), block, tokens.len(), spec.pass, rows)?;
         if n_rows == 0 {
             return Ok(());
         }
@@ -427,348 +363,47 @@ impl<B: Backend> Model<B> {
         let local: Option<Vec<usize>> = rows
             .map(|r| r.iter().map(|&i| i - pos0).collect())
             .filter(|r: &Vec<usize>| r.len() != t);
-        let rows = local.as_deref();
         let cfg = &self.config;
-        let d = cfg.n_embd;
-        let kvd = cfg.kv_dim();
-        let qd = cfg.q_dim();
-        let s = &mut self.scratch;
         let be = &mut self.backend;
-        let tm = &mut self.times;
-        let mut cache = match pass {
+        // A full pass neither reads nor writes the cache.
+        let mut cache = match spec.pass {
             Pass::Full => None,
-            Pass::Fill | Pass::Window(_) => {
-                // Invalid until this pass has written every layer. (Growing keeps the
-                // positions already cached: the layout is position-major per layer.)
-                self.cache.len = 0;
-                self.cache.prepare(be, cfg.n_layer, t_all, kvd)?;
-                Some(&mut self.cache)
-            }
+            Pass::Fill | Pass::Window(_) => cache,
         };
-        let clock = Instant::now();
-        for (b, n) in [
-            (&mut s.x, t * d),
-            (&mut s.xn, t * d),
-            (&mut s.q, t * qd),
-            (&mut s.attn, t * qd),
-            (&mut s.proj, t * qd.max(d)),
-            (&mut s.rows, t * d),
-        ] {
-            be.ensure(b, n)?;
+        if let Some(c) = cache.as_deref_mut() {
+            c.prepare(be, cfg.n_layer, t_all, cfg.kv_dim())?;
         }
-        if cache.is_none() {
-            be.ensure(&mut s.k, t * kvd)?;
-            be.ensure(&mut s.v, t * kvd)?;
-        }
-
-        // Embedding rows (ggml get_rows: dequantized to f32, bit-exact).
-        be.embed(
+        let timer = Timer::new(be, self.profiling)?;
+        let mut graph = Graph {
+            cfg,
+            weights: &self.weights,
+            be,
+            s: &mut self.scratch,
+            timer,
+        };
+        graph.embed(
             &self.embd_table,
             self.file.info_data(&self.embd),
             &tokens[window.clone()],
-            B::view_mut(&mut s.x, 0..t * d),
         )?;
-        let mut other = clock.elapsed();
-        let (mut gemm, mut attention) = (Duration::ZERO, Duration::ZERO);
-        let rope = RopeParams {
-            style: cfg.arch.rope_style(),
-            n_rot: cfg.n_rot,
-            freq_base: cfg.rope_freq_base,
-            freq_scale: cfg.rope_freq_scale,
+        let geometry = Geometry {
+            t_all,
+            window: window.clone(),
+            rows: local.as_deref(),
+            block,
         };
-        let shape = AttnShape {
-            queries: t,
-            keys: t_all,
-            n_head: cfg.n_head,
-            n_head_kv: cfg.n_head_kv,
-            head_dim: cfg.head_dim,
-            scale: 1.0 / (cfg.head_dim as f32).sqrt(),
-            pos0,
-            block: self.attn_block,
-        };
-        let mut cur_t = t;
-        for (il, layer) in self.weights.layers.iter().enumerate() {
-            let last = il + 1 == cfg.n_layer;
-            let c = Instant::now();
-            be.rms_norm(
-                B::view(&s.x, 0..t * d),
-                &layer.attn_norm,
-                cfg.rms_eps,
-                B::view_mut(&mut s.xn, 0..t * d),
-            )?;
-            other += c.elapsed();
-            // A cached pass writes the window's keys and values straight into the cache.
-            let kv = match cache {
-                Some(_) => pos0 * kvd..(pos0 + t) * kvd,
-                None => 0..t * kvd,
-            };
-            let (kbuf, vbuf) = match cache.as_deref_mut() {
-                Some(c) => (&mut c.k[il], &mut c.v[il]),
-                None => (&mut s.k, &mut s.v),
-            };
-            let xn = B::view(&s.xn, 0..t * d);
-            match &layer.qkv {
-                Qkv::Split {
-                    q: wq,
-                    k: wk,
-                    v: wv,
-                } => {
-                    let q = B::view_mut(&mut s.q, 0..t * qd);
-                    linear(be, wq, xn, t, q, &mut gemm, &mut other)?;
-                    let k = B::view_mut(kbuf, kv.clone());
-                    linear(be, wk, xn, t, k, &mut gemm, &mut other)?;
-                    let v = B::view_mut(vbuf, kv.clone());
-                    linear(be, wv, xn, t, v, &mut gemm, &mut other)?;
-                }
-                Qkv::Fused(lin) => {
-                    // One `[t x (q + 2 kv)]` product, then each row split into Q, K and V
-                    // (llama.cpp's `build_qkv` views of `wqkv`'s output).
-                    be.ensure(&mut s.gate, t * lin.n)?;
-                    let fused = B::view_mut(&mut s.gate, 0..t * lin.n);
-                    linear(be, lin, xn, t, fused, &mut gemm, &mut other)?;
-                    let c = Instant::now();
-                    let fused = B::view(&s.gate, 0..t * lin.n);
-                    be.copy_rows(fused, lin.n, 0, None, B::view_mut(&mut s.q, 0..t * qd), qd)?;
-                    let k = B::view_mut(kbuf, kv.clone());
-                    be.copy_rows(fused, lin.n, qd, None, k, kvd)?;
-                    let v = B::view_mut(vbuf, kv.clone());
-                    be.copy_rows(fused, lin.n, qd + kvd, None, v, kvd)?;
-                    other += c.elapsed();
-                }
-            }
-            let c = Instant::now();
-            if let (Some(qn), Some(kn)) = (&layer.q_norm, &layer.k_norm) {
-                let tmp = B::view_mut(&mut s.proj, 0..t * qd);
-                be.copy_rows(B::view(&s.q, 0..t * qd), qd, 0, None, tmp, qd)?;
-                let tmp = B::view(&s.proj, 0..t * qd);
-                be.rms_norm(tmp, qn, cfg.rms_eps, B::view_mut(&mut s.q, 0..t * qd))?;
-                let tmp = B::view_mut(&mut s.proj, 0..t * kvd);
-                be.copy_rows(B::view(kbuf, kv.clone()), kvd, 0, None, tmp, kvd)?;
-                let tmp = B::view(&s.proj, 0..t * kvd);
-                be.rms_norm(tmp, kn, cfg.rms_eps, B::view_mut(kbuf, kv.clone()))?;
-            }
-            be.rope(
-                B::view_mut(&mut s.q, 0..t * qd),
-                t,
-                pos0,
-                cfg.head_dim,
-                rope,
-            )?;
-            be.rope(B::view_mut(kbuf, kv.clone()), t, pos0, cfg.head_dim, rope)?;
-            other += c.elapsed();
-
-            let c = Instant::now();
-            let sel = if last { rows } else { None };
-            let out_t = sel.map_or(t, <[usize]>::len);
-            let (keys, values) = match cache.as_deref() {
-                Some(c) => (
-                    B::view(&c.k[il], 0..t_all * kvd),
-                    B::view(&c.v[il], 0..t_all * kvd),
-                ),
-                None => (B::view(&s.k, 0..t * kvd), B::view(&s.v, 0..t * kvd)),
-            };
-            be.attention(
-                B::view(&s.q, 0..t * qd),
-                keys,
-                values,
-                shape,
-                sel,
-                B::view_mut(&mut s.attn, 0..out_t * qd),
-            )?;
-            attention += c.elapsed();
-            if let Some(sel) = sel {
-                // llama.cpp's `inp_out_ids`: keep only the requested rows from here on.
-                let c = Instant::now();
-                let g = B::view_mut(&mut s.rows, 0..out_t * d);
-                be.copy_rows(B::view(&s.x, 0..t * d), d, 0, Some(sel), g, d)?;
-                let g = B::view(&s.rows, 0..out_t * d);
-                be.copy_rows(g, d, 0, None, B::view_mut(&mut s.x, 0..out_t * d), d)?;
-                other += c.elapsed();
-            }
-            cur_t = out_t;
-            let n = cur_t * d;
-            let attn = B::view(&s.attn, 0..cur_t * qd);
-            let proj = B::view_mut(&mut s.proj, 0..n);
-            linear(be, &layer.o, attn, cur_t, proj, &mut gemm, &mut other)?;
-            let c = Instant::now();
-            be.add(B::view_mut(&mut s.x, 0..n), B::view(&s.proj, 0..n))?;
-            be.rms_norm(
-                B::view(&s.x, 0..n),
-                &layer.ffn_norm,
-                cfg.rms_eps,
-                B::view_mut(&mut s.xn, 0..n),
-            )?;
-            other += c.elapsed();
-
-            match &layer.ffn {
-                Ffn::Dense(ffn) => {
-                    let bufs = DenseBufs::<B> {
-                        gate: &mut s.gate,
-                        up: &mut s.up,
-                        act: &mut s.act,
-                    };
-                    let (xn, proj) = (B::view(&s.xn, 0..n), B::view_mut(&mut s.proj, 0..n));
-                    dense(be, ffn, xn, cur_t, proj, bufs, &mut gemm, &mut other)?;
-                }
-                Ffn::Moe(experts) => {
-                    let c = Instant::now();
-                    let (xn, proj) = (B::view(&s.xn, 0..n), B::view_mut(&mut s.proj, 0..n));
-                    let (bytes, run) = moe::moe_ffn(be, experts, xn, cur_t, d, proj, &mut s.moe)?;
-                    tm.expert_bytes += bytes;
-                    tm.experts_run += run;
-                    gemm += c.elapsed();
-                    if let Some(shared) = &experts.shared {
-                        // llama.cpp: `moe_out + ffn_shexp`, the shared block on the same
-                        // normalised input.
-                        let bufs = DenseBufs::<B> {
-                            gate: &mut s.gate,
-                            up: &mut s.up,
-                            act: &mut s.act,
-                        };
-                        let (xn, y) = (B::view(&s.xn, 0..n), B::view_mut(&mut s.rows, 0..n));
-                        dense(be, shared, xn, cur_t, y, bufs, &mut gemm, &mut other)?;
-                        let c = Instant::now();
-                        be.add(B::view_mut(&mut s.proj, 0..n), B::view(&s.rows, 0..n))?;
-                        other += c.elapsed();
-                    }
-                }
-            }
-            let c = Instant::now();
-            be.add(B::view_mut(&mut s.x, 0..n), B::view(&s.proj, 0..n))?;
-            other += c.elapsed();
-        }
-        let c = Instant::now();
-        let n = cur_t * d;
-        be.rms_norm(
-            B::view(&s.x, 0..n),
-            &self.weights.output_norm,
-            cfg.rms_eps,
-            B::view_mut(&mut s.xn, 0..n),
-        )?;
-        other += c.elapsed();
-        let c = Instant::now();
-        let lm_w = &self.weights.output;
-        be.matmul_to_host(B::view(&s.xn, 0..n), cur_t, &lm_w.w, out)?;
-        let lm = c.elapsed();
-        if let Some(b) = &lm_w.b {
-            // No supported architecture's LM head has a bias; added on the host if one does.
-            let c = Instant::now();
-            let b = be.vector_to_host(b)?;
-            for row in out.chunks_exact_mut(lm_w.n) {
-                for (o, &v) in row.iter_mut().zip(&b) {
-                    *o += v;
-                }
-            }
-            other += c.elapsed();
-        }
-        tm.gemm += gemm;
-        tm.attention += attention;
-        tm.lm_head += lm;
-        tm.other += other;
-        tm.passes += 1;
+        graph.run(&geometry, cache.as_deref_mut(), out)?;
+        graph.timer.finish(&mut self.times);
         if let Some(c) = cache {
             // Block-causal: the positions up to the window's end are exact now; any cached
             // beyond it belong to a longer canvas of earlier passes and are not kept.
-            c.len = match (pass, self.attn_block) {
+            c.len = match (spec.pass, block) {
                 (Pass::Window(w), Some(_)) => w.end,
                 _ => t_all,
             };
-            c.block = self.attn_block;
+            c.block = block;
         }
         Ok(())
-    }
-}
-
-/// Reused buffers of a dense SwiGLU block.
-struct DenseBufs<'a, B: Backend> {
-    gate: &'a mut B::Buf,
-    up: &'a mut B::Buf,
-    act: &'a mut B::Buf,
-}
-
-/// `y = down(silu(gate(x)) * up(x))` over `t` rows.
-#[allow(clippy::too_many_arguments)]
-fn dense<B: Backend>(
-    be: &mut B,
-    ffn: &Dense<B>,
-    x: B::View<'_>,
-    t: usize,
-    y: B::ViewMut<'_>,
-    bufs: DenseBufs<'_, B>,
-    gemm: &mut Duration,
-    other: &mut Duration,
-) -> Result<()> {
-    let n = t * ffn.gate.n;
-    for b in [&mut *bufs.gate, &mut *bufs.up, &mut *bufs.act] {
-        be.ensure(b, n)?;
-    }
-    linear(
-        be,
-        &ffn.gate,
-        x,
-        t,
-        B::view_mut(bufs.gate, 0..n),
-        gemm,
-        other,
-    )?;
-    linear(be, &ffn.up, x, t, B::view_mut(bufs.up, 0..n), gemm, other)?;
-    let c = Instant::now();
-    let (g, u) = (B::view(bufs.gate, 0..n), B::view(bufs.up, 0..n));
-    be.swiglu(g, u, B::view_mut(bufs.act, 0..n))?;
-    *other += c.elapsed();
-    linear(be, &ffn.down, B::view(bufs.act, 0..n), t, y, gemm, other)
-}
-
-/// `y = x W^T (+ b)`, timing the matmul and the bias add separately.
-fn linear<B: Backend>(
-    be: &mut B,
-    lin: &Linear<B>,
-    x: B::View<'_>,
-    t: usize,
-    mut y: B::ViewMut<'_>,
-    gemm: &mut Duration,
-    other: &mut Duration,
-) -> Result<()> {
-    let c = Instant::now();
-    match &lin.b {
-        None => {
-            be.matmul(x, t, &lin.w, y)?;
-            *gemm += c.elapsed();
-        }
-        Some(b) => {
-            be.matmul(x, t, &lin.w, B::reborrow(&mut y))?;
-            *gemm += c.elapsed();
-            let c = Instant::now();
-            be.add_bias(y, b)?;
-            *other += c.elapsed();
-        }
-    }
-    Ok(())
-}
-
-impl<B: Backend> lacuna_sampler::Denoiser for Model<B> {
-    type Error = Error;
-
-    fn vocab_size(&self) -> usize {
-        self.config.n_vocab
-    }
-
-    fn logits(&mut self, canvas: &[u32], rows: &[usize], out: &mut [f32]) -> Result<()> {
-        self.forward(canvas, rows, out)
-    }
-
-    fn supports_cache(&self) -> bool {
-        true
-    }
-
-    fn forward(
-        &mut self,
-        canvas: &[u32],
-        pass: &Pass,
-        rows: &[usize],
-        out: &mut [f32],
-    ) -> Result<()> {
-        self.forward_pass(canvas, pass, rows, out)
     }
 }
 

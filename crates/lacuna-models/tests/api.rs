@@ -35,7 +35,7 @@ fn selected_rows_equal_the_full_pass() {
         }
         // The buffers are reused: a second, shorter pass gives the same rows again.
         let mut again = vec![0.0; rows.len() * v];
-        Denoiser::logits(&mut m, &CANVAS, &rows, &mut again).unwrap();
+        Denoiser::logits(&mut m.bind(None).unwrap(), &CANVAS, &rows, &mut again).unwrap();
         assert_eq!(again, some, "{arch}: repeat pass");
         let mut short = vec![0.0; 3 * v];
         m.forward_all(&CANVAS[..3], &mut short).unwrap();
@@ -45,12 +45,12 @@ fn selected_rows_equal_the_full_pass() {
 
 #[test]
 fn metadata_accessors() {
-    let m = tiny(Arch::Dream, QuantMix::F32);
+    let mut m = tiny(Arch::Dream, QuantMix::F32);
     assert_eq!(m.arch(), Arch::Dream);
     assert!(m.shift_logits(), "Dream shifts its logits");
     assert_eq!(m.mask_token_id(), Some(511));
     assert_eq!(m.vocab_size(), 512);
-    assert_eq!(Denoiser::vocab_size(&m), 512);
+    assert_eq!(Denoiser::vocab_size(&m.bind(None).unwrap()), 512);
     assert_eq!(m.context_length(), 4096);
     assert_eq!(m.config().n_head_kv, 2);
     let m = tiny(Arch::Llada, QuantMix::F32);

@@ -5,7 +5,7 @@ mod common;
 
 use lacuna_gguf::{GgmlType, GgufFile, Value};
 use lacuna_models::fixture::{FixtureSpec, QuantMix, Shape, build};
-use lacuna_models::{Arch, CpuBackend, Error, Model};
+use lacuna_models::{Arch, CpuBackend, Error, KvCache, Model, PassSpec};
 use lacuna_sampler::Pass;
 
 fn tiny(arch: Arch, quant: QuantMix) -> Model {
@@ -18,9 +18,12 @@ fn canvas(n: usize) -> Vec<u32> {
     (0..n as u32).map(|i| (i * 37 + 11) % 500).collect()
 }
 
-fn logits(m: &mut Model, tokens: &[u32], rows: &[usize]) -> Vec<f32> {
+/// Logits of `rows` of a full pass with attention blocks of `block`.
+fn logits(m: &mut Model, block: usize, tokens: &[u32], rows: &[usize]) -> Vec<f32> {
     let mut out = vec![0.0; rows.len() * m.vocab_size()];
-    m.forward(tokens, rows, &mut out).unwrap();
+    let spec = PassSpec::full().with_block(block);
+    m.forward_pass(&mut KvCache::new(), spec, tokens, rows, &mut out)
+        .unwrap();
     out
 }
 
@@ -28,39 +31,41 @@ fn logits(m: &mut Model, tokens: &[u32], rows: &[usize]) -> Vec<f32> {
 fn later_blocks_do_not_reach_earlier_ones_and_a_block_sees_itself_whole() {
     let mut m = tiny(Arch::Llada2, QuantMix::F32);
     assert_eq!(m.attention_block(), Some(32), "LLaDA2's default block");
-    m.set_attention_block(4).unwrap();
     let base = canvas(12);
     let rows: Vec<usize> = (0..8).collect();
-    let before = logits(&mut m, &base, &rows);
+    let before = logits(&mut m, 4, &base, &rows);
     // Changing block 2 (positions 8..12) leaves blocks 0 and 1 bit for bit.
     let mut later = base.clone();
     later[9] = 3;
     later[11] = 4;
-    assert_eq!(logits(&mut m, &later, &rows), before);
+    assert_eq!(logits(&mut m, 4, &later, &rows), before);
     // So does cutting the canvas after block 1 (the official code's truncation).
-    assert_eq!(logits(&mut m, &base[..8], &rows), before);
+    assert_eq!(logits(&mut m, 4, &base[..8], &rows), before);
     // Within a block attention is bidirectional: position 7 changes row 4.
     let mut inside = base.clone();
     inside[7] = 5;
     let v = m.vocab_size();
-    assert_ne!(logits(&mut m, &inside, &[4]), before[4 * v..5 * v]);
+    assert_ne!(logits(&mut m, 4, &inside, &[4]), before[4 * v..5 * v]);
     // Blocks of the whole canvas are plain bidirectional attention: row 0 sees position 11.
-    m.set_attention_block(64).unwrap();
-    let all = logits(&mut m, &base, &[0]);
-    assert_ne!(logits(&mut m, &later, &[0]), all);
+    let all = logits(&mut m, 64, &base, &[0]);
+    assert_ne!(logits(&mut m, 64, &later, &[0]), all);
 }
 
 #[test]
 fn the_block_cache_gives_the_logits_of_a_full_pass() {
     for quant in [QuantMix::F32, QuantMix::Q4KM] {
         let mut m = tiny(Arch::Llada2, quant);
-        m.set_attention_block(4).unwrap();
+        let mut cache = KvCache::new();
+        let (fill, full) = (Pass::Fill, Pass::Full);
+        fn b4(pass: &Pass) -> PassSpec<'_> {
+            PassSpec::new(pass).with_block(4)
+        }
         let v = m.vocab_size();
         let mut tokens = canvas(8);
         // Fill over blocks 0-1, then grow block by block as the sampler does: each window
         // is the previous block (now final) and the new one.
         let mut out = vec![0.0; 4 * v];
-        m.forward_pass(&tokens, &Pass::Fill, &[4, 5, 6, 7], &mut out)
+        m.forward_pass(&mut cache, b4(&fill), &tokens, &[4, 5, 6, 7], &mut out)
             .unwrap();
         for blk in 2..5 {
             let (start, end) = (blk * 4, blk * 4 + 4);
@@ -68,9 +73,13 @@ fn the_block_cache_gives_the_logits_of_a_full_pass() {
             tokens.extend(canvas(end)[start..end].iter().copied());
             let rows: Vec<usize> = (start..end).collect();
             let mut cached = vec![0.0; 4 * v];
-            m.forward_pass(&tokens, &Pass::Window(start - 4..end), &rows, &mut cached)
+            let window = Pass::Window(start - 4..end);
+            m.forward_pass(&mut cache, b4(&window), &tokens, &rows, &mut cached)
                 .unwrap();
-            let full = logits(&mut m, &tokens, &rows);
+            let mut exact = vec![0.0; 4 * v];
+            m.forward_pass(&mut cache, b4(&full), &tokens, &rows, &mut exact)
+                .unwrap();
+            let full = exact;
             let err = cached
                 .iter()
                 .zip(&full)
@@ -79,29 +88,35 @@ fn the_block_cache_gives_the_logits_of_a_full_pass() {
             assert!(err <= 1e-4, "{quant:?} block {blk}: max |diff| {err}");
         }
         // A window that starts past what the cache holds is refused.
-        m.forward_pass(&tokens[..8], &Pass::Fill, &[7], &mut out[..v])
+        m.forward_pass(&mut cache, b4(&fill), &tokens[..8], &[7], &mut out[..v])
             .unwrap();
-        let r = m.forward_pass(&tokens[..16], &Pass::Window(12..16), &[12], &mut out[..v]);
+        let window = Pass::Window(12..16);
+        let r = m.forward_pass(&mut cache, b4(&window), &tokens[..16], &[12], &mut out[..v]);
         assert!(matches!(r, Err(Error::CacheNotFilled { .. })), "{r:?}");
         // So is a window over a cache computed with another block length.
-        m.set_attention_block(2).unwrap();
-        let r = m.forward_pass(&tokens, &Pass::Window(12..16), &[12], &mut out[..v]);
+        let b2 = PassSpec::new(&window).with_block(2);
+        let r = m.forward_pass(&mut cache, b2, &tokens, &[12], &mut out[..v]);
         assert!(matches!(r, Err(Error::CacheNotFilled { .. })), "{r:?}");
     }
 }
 
 #[test]
 fn attention_blocks_are_llada2_only_and_positive() {
-    let mut m = tiny(Arch::Llada2, QuantMix::F32);
+    let m = tiny(Arch::Llada2, QuantMix::F32);
     assert!(matches!(
-        m.set_attention_block(0),
+        m.resolve_attention_block(Some(0)),
         Err(Error::ZeroAttentionBlock)
     ));
     for arch in [Arch::Llada, Arch::Rnd1] {
         let mut m = tiny(arch, QuantMix::F32);
         assert_eq!(m.attention_block(), None);
-        let e = m.set_attention_block(4).unwrap_err();
+        let e = m.resolve_attention_block(Some(4)).unwrap_err();
         assert!(e.to_string().contains(arch.name()), "{e}");
+        // A pass asking for one is refused the same way.
+        let mut out = vec![0.0; m.vocab_size()];
+        let spec = PassSpec::full().with_block(4);
+        let e = m.forward_pass(&mut KvCache::new(), spec, &[1, 2], &[0], &mut out);
+        assert!(matches!(e, Err(Error::NotBlockCausal { .. })), "{e:?}");
     }
 }
 
@@ -192,9 +207,9 @@ fn block_causal_logits_match_the_transcribed_modeling_code() {
     let v = m.vocab_size();
     for block in [4, 5] {
         let reference = common::read_logits(&format!("{data}/llada2-f32-block{block}.logits"));
-        m.set_attention_block(block).unwrap();
         let mut got = vec![0.0; TOKENS.len() * v];
-        m.forward_all(&TOKENS, &mut got).unwrap();
+        m.forward_all_with_block(&TOKENS, Some(block), &mut got)
+            .unwrap();
         for (row, (rel, same_top1)) in common::rows(&got, &reference, v).into_iter().enumerate() {
             assert!(
                 rel <= 1e-5 && same_top1,

@@ -6,13 +6,42 @@
 
 use lacuna_gguf::GgufFile;
 use lacuna_models::fixture::{FixtureSpec, QuantMix, Shape, build};
-use lacuna_models::{Arch, CpuBackend, Error, Model};
+use lacuna_models::{Arch, CpuBackend, Error, KvCache, Model, PassSpec, Result};
 use lacuna_sampler::Pass;
 
-fn tiny(arch: Arch, quant: QuantMix) -> Model {
+/// A model with the cache of the one canvas these tests run.
+struct Cached {
+    model: Model,
+    cache: KvCache,
+}
+
+impl Cached {
+    fn vocab_size(&self) -> usize {
+        self.model.vocab_size()
+    }
+
+    fn mask_token_id(&self) -> Option<u32> {
+        self.model.mask_token_id()
+    }
+
+    fn forward_pass(&mut self, t: &[u32], pass: &Pass, rows: &[usize], out: &mut [f32]) -> Result<()> {
+        let spec = PassSpec::new(pass);
+        self.model.forward_pass(&mut self.cache, spec, t, rows, out)
+    }
+
+    fn cache_bytes(&self) -> usize {
+        self.cache.bytes::<CpuBackend>()
+    }
+}
+
+fn tiny(arch: Arch, quant: QuantMix) -> Cached {
     let spec = FixtureSpec::new(arch, Shape::Tiny, 2, quant);
     let bytes = build(&spec).unwrap().to_vec().unwrap();
-    Model::load(GgufFile::from_vec(bytes).unwrap(), CpuBackend::new()).unwrap()
+    let model = Model::load(GgufFile::from_vec(bytes).unwrap(), CpuBackend::new()).unwrap();
+    Cached {
+        model,
+        cache: KvCache::new(),
+    }
 }
 
 fn canvas(len: usize, mask: u32) -> Vec<u32> {
@@ -27,7 +56,7 @@ fn canvas(len: usize, mask: u32) -> Vec<u32> {
         .collect()
 }
 
-fn logits(m: &mut Model, tokens: &[u32], pass: &Pass, rows: &[usize]) -> Vec<f32> {
+fn logits(m: &mut Cached, tokens: &[u32], pass: &Pass, rows: &[usize]) -> Vec<f32> {
     let mut out = vec![f32::NAN; rows.len() * m.vocab_size()];
     m.forward_pass(tokens, pass, rows, &mut out).unwrap();
     out

@@ -15,7 +15,7 @@
 
 use lacuna_gguf::GgufFile;
 use lacuna_models::fixture::{FixtureSpec, QuantMix, Shape, build};
-use lacuna_models::{Arch, Backend, CpuBackend, CudaBackend, Model};
+use lacuna_models::{Arch, Backend, CpuBackend, CudaBackend, KvCache, Model, PassSpec};
 use lacuna_sampler::Pass;
 
 mod common;
@@ -76,6 +76,7 @@ fn compare(arch: Arch, quant: QuantMix, gpu: CudaBackend) {
     .unwrap();
     let mut cuda = Model::load(GgufFile::from_vec(bytes).unwrap(), gpu).unwrap();
     let v = cpu.vocab_size();
+    let (mut cpu_cache, mut gpu_cache) = (KvCache::new(), KvCache::new());
     for n in [40usize, 130] {
         let tokens: Vec<u32> = (0..n as u32).map(|i| (i * 37 + 11) % 500).collect();
         let rows: Vec<usize> = (0..n).step_by(3).collect();
@@ -86,8 +87,11 @@ fn compare(arch: Arch, quant: QuantMix, gpu: CudaBackend) {
                 _ => rows.clone(),
             };
             let (mut a, mut b) = (vec![0.0; rows.len() * v], vec![0.0; rows.len() * v]);
-            cpu.forward_pass(&tokens, pass, &rows, &mut a).unwrap();
-            cuda.forward_pass(&tokens, pass, &rows, &mut b).unwrap();
+            let spec = PassSpec::new(pass);
+            cpu.forward_pass(&mut cpu_cache, spec, &tokens, &rows, &mut a)
+                .unwrap();
+            cuda.forward_pass(&mut gpu_cache, spec, &tokens, &rows, &mut b)
+                .unwrap();
             let mut agree = 0;
             for (e, same_top1) in common::rows(&b, &a, v) {
                 assert!(

@@ -37,7 +37,7 @@ mod text;
 
 pub use axum::Router;
 pub use error::ApiError;
-pub use params::DEFAULT_MAX_TOKENS;
+pub use params::{DEFAULT_MAX_TOKENS, generate_request};
 
 /// How the server runs.
 #[derive(Debug, Clone)]

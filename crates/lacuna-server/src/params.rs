@@ -1,12 +1,12 @@
 //! The request bodies of `/v1/chat/completions` and `/v1/completions`, read field by field so
 //! that every error names its parameter, every field we do not support is a 400 naming it
 //! (never accepted and ignored), and diffusion settings come from the `diffusion` extension
-//! object.
+//! object. This is syntax only: the fields fill a [`lacuna::Settings`], whose
+//! [`request`](lacuna::Settings::request) applies the presets and defaults for the model,
+//! exactly as `lacuna run`'s flags do.
 
-use lacuna::{
-    CachePolicy, ChatMessage, DreamAlg, GenerateRequest, ParallelConfig, ParallelRule, Prompt,
-    Remasking,
-};
+use lacuna::models::Arch;
+use lacuna::{ChatMessage, GenerateRequest, Prompt, Settings, SettingsError};
 use serde_json::{Map, Value};
 
 use crate::error::ApiError;
@@ -25,14 +25,11 @@ pub(crate) enum Endpoint {
 pub(crate) struct ApiRequest {
     /// The `model` field.
     pub(crate) model: String,
-    /// The generation (`gen_length` may still be the default, see `max_tokens_given`).
-    pub(crate) generate: GenerateRequest,
-    /// Whether `max_tokens` was given (otherwise the server may shorten the default to fit).
-    pub(crate) max_tokens_given: bool,
-    /// Whether `diffusion.steps` was given (otherwise it follows the generation length).
-    pub(crate) steps_given: bool,
-    /// Whether `diffusion.block_length` was given.
-    pub(crate) block_given: bool,
+    /// The prompt.
+    pub(crate) prompt: Prompt,
+    /// The generation settings as given (`gen_length` is `max_tokens`; when it is absent the
+    /// server may shorten the default to fit the context).
+    pub(crate) settings: Settings,
     /// `stop` sequences (at most 4).
     pub(crate) stop: Vec<String>,
     /// `stream`.
@@ -43,8 +40,8 @@ pub(crate) struct ApiRequest {
     pub(crate) include_canvas: bool,
 }
 
-/// Tokens generated when the request gives no `max_tokens`.
-pub const DEFAULT_MAX_TOKENS: usize = 128;
+/// Tokens generated when the request gives no `max_tokens` (the library's default).
+pub const DEFAULT_MAX_TOKENS: usize = lacuna::settings::DEFAULT_GEN_LENGTH;
 
 /// The fields we read (others are 400).
 const COMMON: &[&str] = &[
@@ -85,6 +82,9 @@ const DIFFUSION: &[&str] = &[
     "factor",
     "entropy_bound",
     "fast",
+    "editing",
+    "editing_threshold",
+    "max_post_steps",
     "keep_after_eos",
 ];
 
@@ -134,7 +134,7 @@ pub(crate) fn parse(body: &[u8], endpoint: Endpoint) -> Result<ApiRequest, ApiEr
         Endpoint::Completion => completion_prompt(&obj)?,
     };
     unsupported_values(&f, endpoint)?;
-    let mut g = GenerateRequest::new(prompt);
+    let mut g = Settings::default();
     let max = match f.usize("max_completion_tokens")? {
         Some(n) => Some((n, "max_completion_tokens")),
         None => f.usize("max_tokens")?.map(|n| (n, "max_tokens")),
@@ -145,7 +145,7 @@ pub(crate) fn parse(body: &[u8], endpoint: Endpoint) -> Result<ApiRequest, ApiEr
             format!("`{name}` must be at least 1"),
         ));
     }
-    g.gen_length = max.map_or(DEFAULT_MAX_TOKENS, |(n, _)| n);
+    g.gen_length = max.map(|(n, _)| n);
     if let Some(t) = f.number("temperature")? {
         if !(0.0..=2.0).contains(&t) {
             return Err(ApiError::invalid(
@@ -153,7 +153,7 @@ pub(crate) fn parse(body: &[u8], endpoint: Endpoint) -> Result<ApiRequest, ApiEr
                 format!("`temperature` must be between 0 and 2, got {t}"),
             ));
         }
-        g.temperature = t;
+        g.temperature = Some(t);
     }
     // top_p = 1 keeps every token: the same as not filtering, for either sampler.
     match f.number("top_p")? {
@@ -170,30 +170,24 @@ pub(crate) fn parse(body: &[u8], endpoint: Endpoint) -> Result<ApiRequest, ApiEr
         Some(0) => return Err(ApiError::invalid("top_k", "`top_k` must be at least 1")),
         k => g.top_k = k,
     }
-    g.seed = match f.get("seed") {
+    g.seed = Some(match f.get("seed") {
         None | Some(Value::Null) => fresh_seed(),
         Some(Value::Number(n)) => n
             .as_u64()
             .or_else(|| n.as_i64().map(|i| i as u64))
             .ok_or_else(|| ApiError::invalid("seed", "`seed` must be an integer"))?,
         Some(_) => return Err(ApiError::invalid("seed", "`seed` must be an integer")),
-    };
+    });
     let stop = stop_sequences(&f)?;
     let stream = f.bool("stream")?.unwrap_or(false);
     let (include_usage, include_canvas) = stream_options(&obj, stream)?;
-    let mut steps_given = false;
-    let mut block_given = false;
     if let Some(d) = obj.get("diffusion") {
-        let (s, b) = diffusion(d, &mut g)?;
-        steps_given = s;
-        block_given = b;
+        diffusion(d, &mut g)?;
     }
     Ok(ApiRequest {
         model,
-        generate: g,
-        max_tokens_given: max.is_some(),
-        steps_given,
-        block_given,
+        prompt,
+        settings: g,
         stop,
         stream,
         include_usage,
@@ -213,25 +207,41 @@ fn fresh_seed() -> u64 {
     h.finish()
 }
 
-/// Fills the defaults that follow from the generation length (after any shortening):
-/// blocks of 32 when the length is a multiple of 32 (LLaDA's official setting), else one
-/// block; 4 tokens per step, as `lacuna run`'s defaults (128 tokens, 32 steps).
-pub(crate) fn fill_defaults(r: &mut ApiRequest, block_wise_by_default: bool) {
-    let g = &mut r.generate;
-    if !r.block_given && (block_wise_by_default || g.parallel.is_some()) {
-        g.block_length = Some(if g.gen_length % 32 == 0 {
-            32
-        } else {
-            g.gen_length
-        });
+impl ApiRequest {
+    /// The generation for a model of `arch`: the settings through the library's presets and
+    /// defaults. Errors name the request parameter at fault.
+    pub(crate) fn generate_request(&self, arch: Arch) -> Result<GenerateRequest, ApiError> {
+        self.settings
+            .request(self.prompt.clone(), arch)
+            .map_err(settings_error)
     }
-    if !r.steps_given {
-        g.steps = (g.gen_length / 4).max(1);
-        if let Some(b) = g.block_length.filter(|&b| b > 0 && g.gen_length % b == 0) {
-            let blocks = g.gen_length / b;
-            g.steps = g.steps.div_ceil(blocks) * blocks;
-        }
+}
+
+/// A [`lacuna::Settings`] field as the request body spells it.
+fn field_name(setting: &str) -> String {
+    match setting {
+        "gen_length" => "max_tokens".to_string(),
+        "temperature" | "top_p" | "top_k" | "seed" => setting.to_string(),
+        other => format!("diffusion.{other}"),
     }
+}
+
+/// A settings error as a 400 naming its parameter (`diffusion` for a combination).
+fn settings_error(e: SettingsError) -> ApiError {
+    let param = e.setting().map_or_else(|| "diffusion".to_string(), field_name);
+    let message = e.message(&|n| format!("`{}`", field_name(n)));
+    ApiError::invalid(param, message)
+}
+
+/// The generation for `body` (a `/v1/completions` request when `chat` is false) on a model
+/// of `arch`, as the server computes it: the mapping the CLI's flags must agree with.
+pub fn generate_request(body: &[u8], chat: bool, arch: Arch) -> Result<GenerateRequest, ApiError> {
+    let endpoint = if chat {
+        Endpoint::Chat
+    } else {
+        Endpoint::Completion
+    };
+    parse(body, endpoint)?.generate_request(arch)
 }
 
 /// Values of known fields that we cannot honour.
@@ -498,8 +508,9 @@ fn stream_options(obj: &Map<String, Value>, stream: bool) -> Result<(bool, bool)
     }
 }
 
-/// The `diffusion` extension object; returns whether steps and block length were given.
-fn diffusion(d: &Value, g: &mut GenerateRequest) -> Result<(bool, bool), ApiError> {
+/// The `diffusion` extension object, into `g` (syntax and types only; what the settings
+/// mean together is [`Settings::request`]'s).
+fn diffusion(d: &Value, g: &mut Settings) -> Result<(), ApiError> {
     let Value::Object(o) = d else {
         return Err(ApiError::invalid(
             "diffusion",
@@ -519,94 +530,23 @@ fn diffusion(d: &Value, g: &mut GenerateRequest) -> Result<(bool, bool), ApiErro
         obj: o,
         prefix: "diffusion.",
     };
-    let steps = f.usize("steps")?;
-    if steps == Some(0) {
-        return Err(f.err("steps", "must be at least 1"));
-    }
-    if let Some(s) = steps {
-        g.steps = s;
-    }
-    let block = f.usize("block_length")?;
-    if block == Some(0) {
-        return Err(f.err("block_length", "must be at least 1"));
-    }
-    g.block_length = block.or(g.block_length);
-    g.remasking = match f.string("remasking")?.as_deref() {
-        None => None,
-        Some("low_confidence") => Some(Remasking::LowConfidence),
-        Some("random") => Some(Remasking::Random),
-        Some(other) => {
-            return Err(f.err(
-                "remasking",
-                &format!("`{other}` is not one of low_confidence, random"),
-            ));
-        }
-    };
-    g.algorithm = match f.string("algorithm")?.as_deref() {
-        None => None,
-        Some("origin") => Some(DreamAlg::Origin),
-        Some("maskgit_plus") => Some(DreamAlg::MaskgitPlus),
-        Some("topk_margin") => Some(DreamAlg::TopkMargin),
-        Some("entropy") => Some(DreamAlg::Entropy),
-        Some(other) => {
-            return Err(f.err(
-                "algorithm",
-                &format!("`{other}` is not one of origin, maskgit_plus, topk_margin, entropy"),
-            ));
-        }
-    };
+    g.steps = f.usize("steps")?;
+    g.block_length = f.usize("block_length")?;
+    g.remasking = f.named("remasking")?;
+    g.algorithm = f.named("algorithm")?;
+    g.cache = f.named("cache")?;
     g.alg_temp = f.number("alg_temp")?.map(|v| v as f32);
     g.cfg_scale = f.number("cfg_scale")?.map(|v| v as f32);
     g.keep_after_eos = f.bool("keep_after_eos")?.unwrap_or(false);
-    let fast = f.bool("fast")?.unwrap_or(false);
-    let parallel = f.bool("parallel")?.unwrap_or(false) || fast;
-    let (threshold, factor, bound) = (
-        f.number("threshold")?,
-        f.number("factor")?,
-        f.number("entropy_bound")?,
-    );
-    let rules = [threshold, factor, bound].iter().flatten().count();
-    if rules > 1 {
-        return Err(ApiError::invalid(
-            "diffusion",
-            "give at most one of diffusion.threshold, diffusion.factor, diffusion.entropy_bound",
-        ));
-    }
-    if rules == 1 && !parallel {
-        let name = if threshold.is_some() {
-            "threshold"
-        } else if factor.is_some() {
-            "factor"
-        } else {
-            "entropy_bound"
-        };
-        return Err(f.err(name, "needs `diffusion.parallel: true` (or `fast: true`)"));
-    }
-    g.parallel = parallel.then(|| ParallelConfig {
-        rule: match (threshold, factor, bound) {
-            (_, _, Some(b)) => ParallelRule::EntropyBound(b),
-            (_, Some(x), None) => ParallelRule::Factor(x),
-            (Some(t), None, None) => ParallelRule::Threshold(t),
-            (None, None, None) => ParallelConfig::default().rule,
-        },
-    });
-    g.cache = match f.string("cache")? {
-        Some(name) => CachePolicy::from_name(&name).ok_or_else(|| {
-            f.err(
-                "cache",
-                &format!("`{name}` is not one of none, prefix, dual"),
-            )
-        })?,
-        None if fast => CachePolicy::Dual,
-        None => CachePolicy::None,
-    };
-    if fast && g.cfg_scale.is_some_and(|c| c != 0.0) {
-        return Err(f.err(
-            "cfg_scale",
-            "cannot be combined with `fast` (dual cache); use `cache: \"none\"`",
-        ));
-    }
-    Ok((steps.is_some(), block.is_some()))
+    g.fast = f.bool("fast")?.unwrap_or(false);
+    g.parallel = f.bool("parallel")?.unwrap_or(false);
+    g.threshold = f.number("threshold")?;
+    g.factor = f.number("factor")?;
+    g.entropy_bound = f.number("entropy_bound")?;
+    g.editing = f.bool("editing")?.unwrap_or(false);
+    g.editing_threshold = f.number("editing_threshold")?;
+    g.max_post_steps = f.usize("max_post_steps")?;
+    Ok(())
 }
 
 /// Typed reads of an object's fields, errors naming `prefix` + key.
@@ -654,6 +594,16 @@ impl Fields<'_> {
             Some(Value::Bool(b)) => Ok(Some(*b)),
             Some(_) => Err(self.err(key, "must be a boolean")),
         }
+    }
+
+    /// A string naming one of a setting's values (its `FromStr` lists the valid names).
+    fn named<T>(&self, key: &str) -> Result<Option<T>, ApiError>
+    where
+        T: std::str::FromStr<Err = lacuna::sampler::UnknownName>,
+    {
+        self.string(key)?
+            .map(|name| name.parse::<T>().map_err(|e| self.err(key, &e.to_string())))
+            .transpose()
     }
 
     fn string(&self, key: &str) -> Result<Option<String>, ApiError> {

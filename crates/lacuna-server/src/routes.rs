@@ -236,7 +236,10 @@ async fn start(
     let (request, prepared) = tokio::task::spawn_blocking(move || prepare(&engine, request))
         .await
         .map_err(|e| ApiError::internal(format!("preparing the request panicked: {e}")))?
-        .map_err(|e| ApiError::from_prepare(&e, prompt_param))?;
+        .map_err(|e| match e {
+            Rejected::Settings(e) => e,
+            Rejected::Engine(e) => ApiError::from_prepare(&e, prompt_param),
+        })?;
     let cancel = CancelToken::new();
     let (tx, rx) = mpsc::channel(64);
     app.scheduler.submit(Job {
@@ -259,23 +262,38 @@ async fn start(
 fn prepare(
     engine: &lacuna::SharedEngine,
     mut request: ApiRequest,
-) -> lacuna::Result<(ApiRequest, Prepared)> {
-    let block_wise = engine.arch().block_wise();
-    params::fill_defaults(&mut request, block_wise);
-    match engine.prepare(&request.generate) {
+) -> Result<(ApiRequest, Prepared), Rejected> {
+    let arch = engine.arch();
+    let generate = request.generate_request(arch)?;
+    match engine.prepare(&generate) {
         Err(lacuna::Error::ContextOverflow {
             prompt, context, ..
-        }) if !request.max_tokens_given && prompt < context => {
-            request.generate.gen_length = (context - prompt).min(params::DEFAULT_MAX_TOKENS);
-            if !request.block_given {
-                request.generate.block_length = None;
-            }
-            params::fill_defaults(&mut request, block_wise);
-            let prepared = engine.prepare(&request.generate)?;
+        }) if request.settings.gen_length.is_none() && prompt < context => {
+            request.settings.gen_length = Some((context - prompt).min(params::DEFAULT_MAX_TOKENS));
+            let generate = request.generate_request(arch)?;
+            let prepared = engine.prepare(&generate)?;
             Ok((request, prepared))
         }
-        Err(e) => Err(e),
+        Err(e) => Err(e.into()),
         Ok(prepared) => Ok((request, prepared)),
+    }
+}
+
+/// Why [`prepare`] refused a request: its settings, or the engine.
+enum Rejected {
+    Settings(ApiError),
+    Engine(lacuna::Error),
+}
+
+impl From<ApiError> for Rejected {
+    fn from(e: ApiError) -> Self {
+        Rejected::Settings(e)
+    }
+}
+
+impl From<lacuna::Error> for Rejected {
+    fn from(e: lacuna::Error) -> Self {
+        Rejected::Engine(e)
     }
 }
 

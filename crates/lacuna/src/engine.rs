@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use lacuna_gguf::GgufFile;
-use lacuna_models::{AnyModel, Arch, Device};
+use lacuna_models::{AnyModel, Arch, Backend, Device, Model};
 use lacuna_sampler::StepView;
 use lacuna_tokenizer::{ChatTemplate, Tokenizer};
 
@@ -205,8 +205,26 @@ impl Engine {
     /// (`tokens.len() x vocab` values into `out`), on the engine's thread pool: what one
     /// uncached denoising step computes.
     pub fn logits(&mut self, tokens: &[u32], out: &mut [f32]) -> Result<()> {
+        self.logits_with_block(tokens, None, out)
+    }
+
+    /// [`Engine::logits`] with LLaDA2's block-causal attention in blocks of `attention_block`
+    /// (`None`: the architecture's own mask; 1 is causal attention, as llama.cpp's
+    /// `bailingmoe2` graph computes).
+    pub fn logits_with_block(
+        &mut self,
+        tokens: &[u32],
+        attention_block: Option<usize>,
+        out: &mut [f32],
+    ) -> Result<()> {
         let Engine { model, pool, .. } = self;
-        Ok(pool.install(|| model.forward_all(tokens, out))?)
+        Ok(pool.install(|| model.forward_all_with_block(tokens, attention_block, out))?)
+    }
+
+    /// The model, to profile or inspect it (a forward bench times its passes through
+    /// [`Engine::logits`] on the engine's own threads).
+    pub fn model_mut(&mut self) -> &mut AnyModel {
+        &mut self.model
     }
 
     /// Checks `request` against this model (prompt, context, sampler settings) without
@@ -242,18 +260,31 @@ impl Engine {
         let Engine {
             model, prep, pool, ..
         } = self;
-        if let Some(block) = prepared.attention_block() {
-            model.set_attention_block(block)?;
-        }
-        pool.install(|| {
-            run::run(
-                model,
-                prepared,
-                &prep.tokenizer,
-                prep.mask_id,
-                start,
-                on_step,
-            )
+        let block = prepared.attention_block();
+        pool.install(|| match model {
+            AnyModel::Cpu(m) => generate_on(m, block, prepared, prep, start, on_step),
+            AnyModel::Cuda(m) => generate_on(m, block, prepared, prep, start, on_step),
         })
     }
+}
+
+/// One generation on a typed model: the model bound to a fresh cache of its own backend and
+/// the generation's attention block, run through the sampler.
+fn generate_on<B: Backend, F: FnMut(&StepView<'_>)>(
+    model: &mut Model<B>,
+    attention_block: Option<usize>,
+    prepared: &Prepared,
+    prep: &Preparer,
+    start: Instant,
+    on_step: F,
+) -> Result<Output> {
+    let mut denoiser = model.bind(attention_block)?;
+    run::run(
+        &mut denoiser,
+        prepared,
+        &prep.tokenizer,
+        prep.mask_id,
+        start,
+        on_step,
+    )
 }

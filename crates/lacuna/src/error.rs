@@ -28,6 +28,10 @@ pub enum Error {
     /// A sampler setting that cannot work (gen_length not a multiple of block_length, ...).
     #[error(transparent)]
     Config(#[from] lacuna_sampler::ConfigError),
+    /// Settings that cannot be combined (a parallel rule without parallel decoding, the
+    /// fast preset with guidance, ...), found before the model is asked.
+    #[error(transparent)]
+    Settings(#[from] crate::SettingsError),
     /// The sampler failed while generating (invalid logits, stalled parallel decoding).
     #[error("generation failed: {0}")]
     Sampler(lacuna_sampler::Error<std::convert::Infallible>),

@@ -1,10 +1,18 @@
-//! Lacuna: a local inference engine for diffusion language models (LLaDA, Dream,
-//! LLaDA-MoE) over GGUF files.
+//! Lacuna: a local inference engine for diffusion language models over GGUF files, for five
+//! architectures: `llada` (LLaDA), `dream` (Dream), `llada-moe` (LLaDA-MoE), `llada2`
+//! (LLaDA2.0/2.1) and `rnd1` (RND1).
 //!
 //! This is the crate programs embed. [`Engine::load`] maps a GGUF file and prepares the
 //! model, its tokenizer and chat template; [`Engine::generate`] runs the model family's
-//! official sampler (LLaDA for `llada`/`llada-moe`, Dream for `dream`) and calls back after
-//! every denoising step with a [`StepView`] of the canvas, for streaming.
+//! official sampler (LLaDA's for `llada` and `llada-moe`, Dream's for `dream`, LLaDA2's
+//! threshold sampler for `llada2`, RND1's entropy-ordered one for `rnd1`) and calls back after
+//! every denoising step with a [`StepView`] of the canvas, for streaming. [`SharedEngine`]
+//! interleaves several generations step by step (the server's scheduler).
+//!
+//! Models run on the CPU (kernels for the x86-64 and aarch64 instruction sets, chosen at run
+//! time) or on a CUDA GPU ([`EngineOptions::device`]). The CUDA backend is always compiled
+//! (NVRTC and the driver are loaded at run time, no toolkit needed to build) and its host side
+//! is tested against the CPU backend, but it has never yet run on a GPU.
 //!
 //! ```no_run
 //! use lacuna::{Engine, EngineOptions, GenerateRequest, Prompt};
@@ -30,6 +38,7 @@ mod error;
 mod prepare;
 mod request;
 mod run;
+pub mod settings;
 mod shared;
 
 pub use demo::{DEMO_GGUF, DEMO_LAYERS, DEMO_PROMPT};
@@ -37,9 +46,11 @@ pub use engine::{Engine, EngineOptions};
 pub use error::{Error, Result};
 pub use prepare::Prepared;
 pub use request::{GenerateRequest, Output, Prompt, Timings, median};
+pub use settings::{Settings, SettingsError};
 pub use shared::{CancelToken, SharedEngine, SharedStats};
 
 pub use lacuna_cpu as cpu;
+pub use lacuna_cuda as cuda;
 pub use lacuna_gguf as gguf;
 pub use lacuna_models as models;
 pub use lacuna_quant as quant;

@@ -1,5 +1,6 @@
 //! What to generate: the prompt and the sampler settings, and what comes back.
 
+use lacuna_models::Arch;
 use lacuna_sampler::{CachePolicy, DreamAlg, Editing, ParallelConfig, Remasking, Stats};
 use lacuna_tokenizer::ChatMessage;
 
@@ -66,18 +67,21 @@ pub struct GenerateRequest {
 }
 
 impl GenerateRequest {
-    /// Fast-dLLM's recommended fast mode on top of these settings: the dual cache with
-    /// threshold-0.9 parallel decoding in blocks of 32 (or of the whole generation when it
-    /// is not a multiple of 32).
-    pub fn fast(mut self) -> Self {
-        self.cache = CachePolicy::Dual;
-        self.parallel = Some(ParallelConfig::default());
+    /// The fast preset on top of these settings, for a model of `arch` (see
+    /// [`fast_cache`](crate::settings::fast_cache)): Fast-dLLM's dual cache with
+    /// threshold-0.9 parallel decoding in blocks of 32 (or of the whole generation when it is
+    /// not a multiple of 32) for LLaDA, LLaDA-MoE and Dream; LLaDA2's exact block cache with
+    /// its own threshold rule; RND1, which has neither, is left as it is.
+    pub fn fast(mut self, arch: Arch) -> Self {
+        let Some(cache) = crate::settings::fast_cache(arch) else {
+            return self;
+        };
+        self.cache = cache;
+        if arch != Arch::Llada2 && self.parallel.is_none() {
+            self.parallel = Some(ParallelConfig::default());
+        }
         if self.block_length.is_none() {
-            self.block_length = Some(if self.gen_length % 32 == 0 {
-                32
-            } else {
-                self.gen_length
-            });
+            self.block_length = crate::settings::default_block_length(arch, self.gen_length, true);
         }
         self
     }
@@ -86,7 +90,7 @@ impl GenerateRequest {
     pub fn new(prompt: Prompt) -> Self {
         Self {
             prompt,
-            gen_length: 128,
+            gen_length: crate::settings::DEFAULT_GEN_LENGTH,
             steps: 32,
             block_length: None,
             temperature: 0.0,

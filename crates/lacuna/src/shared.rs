@@ -8,7 +8,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Instant;
 
-use lacuna_models::{AnyCache, Arch};
+use lacuna_models::{
+    AnyModel, Arch, Backend, CpuBackend, CudaBackend, KvCache, Model, PassSpec,
+};
 use lacuna_sampler::{Denoiser, Pass, StepView};
 use lacuna_tokenizer::Tokenizer;
 
@@ -115,7 +117,8 @@ pub struct SharedStats {
 /// # Ok::<(), lacuna::Error>(())
 /// ```
 pub struct SharedEngine {
-    engine: Mutex<Engine>,
+    model: SharedModel,
+    pool: rayon::ThreadPool,
     turns: Turns,
     prep: Arc<Preparer>,
     stats: Mutex<SharedStats>,
@@ -136,12 +139,23 @@ impl std::fmt::Debug for SharedEngine {
 impl SharedEngine {
     /// Shares `engine`.
     pub fn new(engine: Engine) -> Self {
+        let name = engine.name().to_string();
+        let threads = engine.threads();
+        let load_s = engine.load_s();
+        let Engine {
+            model, prep, pool, ..
+        } = engine;
+        let model = match model {
+            AnyModel::Cpu(m) => SharedModel::Cpu(Mutex::new(m)),
+            AnyModel::Cuda(m) => SharedModel::Cuda(Mutex::new(m)),
+        };
         Self {
-            prep: Arc::clone(&engine.prep),
-            name: engine.name().to_string(),
-            threads: engine.threads(),
-            load_s: engine.load_s(),
-            engine: Mutex::new(engine),
+            model,
+            pool,
+            prep,
+            name,
+            threads,
+            load_s,
             turns: Turns::default(),
             stats: Mutex::new(SharedStats::default()),
         }
@@ -210,21 +224,43 @@ impl SharedEngine {
         &self,
         prepared: &Prepared,
         cancel: &CancelToken,
-        mut on_step: F,
+        on_step: F,
     ) -> Result<Output>
     where
         F: FnMut(&StepView<'_>),
     {
         let start = Instant::now();
         lock(&self.stats).active += 1;
+        let out = match &self.model {
+            SharedModel::Cpu(m) => self.generate_on(m, prepared, cancel, start, on_step),
+            SharedModel::Cuda(m) => self.generate_on(m, prepared, cancel, start, on_step),
+        };
+        lock(&self.stats).active -= 1;
+        out
+    }
+
+    /// One generation on the typed model: its own cache, of the model's backend.
+    fn generate_on<B: Backend, F: FnMut(&StepView<'_>)>(
+        &self,
+        model: &Mutex<Model<B>>,
+        prepared: &Prepared,
+        cancel: &CancelToken,
+        start: Instant,
+        mut on_step: F,
+    ) -> Result<Output>
+    where
+        Model<B>: Send,
+    {
+        let attention_block = lock(model).resolve_attention_block(prepared.attention_block())?;
         let mut denoiser = InTurn {
             shared: self,
-            cache: lock(&self.engine).model.new_cache(),
-            attn_block: prepared.attention_block(),
+            model,
+            cache: KvCache::default(),
+            attention_block,
             cancel,
             vocab: self.prep.tokenizer.n_vocab(),
         };
-        let out = run::run(
+        run::run(
             &mut denoiser,
             prepared,
             &self.prep.tokenizer,
@@ -238,10 +274,14 @@ impl SharedEngine {
                 }
                 on_step(view);
             },
-        );
-        lock(&self.stats).active -= 1;
-        out
+        )
     }
+}
+
+/// The model of a [`SharedEngine`], typed by its backend.
+enum SharedModel {
+    Cpu(Mutex<Model<CpuBackend>>),
+    Cuda(Mutex<Model<CudaBackend>>),
 }
 
 /// Why a forward pass of a [`SharedEngine`] generation did not run.
@@ -253,18 +293,23 @@ pub(crate) enum TurnError {
     Cancelled,
 }
 
-/// The denoiser of one shared generation: its own cache, swapped into the model for each
-/// pass it runs.
-struct InTurn<'a> {
+/// The denoiser of one shared generation: its own cache, passed to the model for each pass
+/// it runs in its turn.
+struct InTurn<'a, B: Backend> {
     shared: &'a SharedEngine,
-    cache: AnyCache,
-    /// This generation's LLaDA2 attention block, set on the model at every turn.
-    attn_block: Option<usize>,
+    model: &'a Mutex<Model<B>>,
+    cache: KvCache<B::Buf>,
+    /// This generation's attention block (LLaDA2), resolved against the model.
+    attention_block: Option<usize>,
     cancel: &'a CancelToken,
     vocab: usize,
 }
 
-impl Denoiser for InTurn<'_> {
+impl<B: Backend> Denoiser for InTurn<'_, B>
+where
+    Model<B>: Send,
+    B::Buf: Send,
+{
     type Error = TurnError;
 
     fn vocab_size(&self) -> usize {
@@ -294,14 +339,17 @@ impl Denoiser for InTurn<'_> {
         if self.cancel.is_cancelled() {
             return Err(TurnError::Cancelled);
         }
-        let mut engine = lock(&self.shared.engine);
-        let Engine { model, pool, .. } = &mut *engine;
-        if let Some(block) = self.attn_block {
-            model.set_attention_block(block)?;
-        }
-        model.swap_cache(&mut self.cache)?;
-        let result = pool.install(|| model.forward_pass(canvas, pass, rows, out));
-        model.swap_cache(&mut self.cache)?;
+        let mut guard = lock(self.model);
+        let model = &mut *guard;
+        let spec = PassSpec {
+            pass,
+            attention_block: self.attention_block,
+        };
+        let cache = &mut self.cache;
+        let result = self
+            .shared
+            .pool
+            .install(|| model.forward_pass(cache, spec, canvas, rows, out));
         lock(&self.shared.stats).forwards += 1;
         Ok(result?)
     }

@@ -5,6 +5,8 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use super::common::{peak_rss_bytes, rfc3339};
+
 use anyhow::{Context, Result, bail};
 use lacuna::models::Arch;
 use lacuna::{
@@ -30,8 +32,8 @@ pub(crate) struct GenBenchArgs {
     /// Key/value cache policy: none, prefix or dual. Dream caches only in its block-wise
     /// parallel mode: with `--steps` = `--gen-length` the benchmark runs Dream in that mode
     /// with threshold 2 (one token per step) for every policy.
-    #[arg(long, default_value = "none", value_parser = ["none", "prefix", "dual"])]
-    cache: String,
+    #[arg(long, default_value = "none")]
+    cache: CachePolicy,
     /// Write the result to `bench-results/<machine-id>/<model-id>-generate-t<threads>.json`
     /// under this repository root.
     #[arg(long)]
@@ -45,39 +47,6 @@ pub(crate) struct GenBenchArgs {
     /// Free-form note stored with the result.
     #[arg(long)]
     notes: Option<String>,
-}
-
-/// Peak resident set size of this process (`VmHWM`), in bytes.
-pub(crate) fn peak_rss_bytes() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    crate::doctor::meminfo_bytes(&status, "VmHWM")
-}
-
-/// Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
-pub(crate) fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
-}
-
-/// RFC 3339 UTC time of `secs` since the epoch.
-pub(crate) fn rfc3339(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
 }
 
 /// The commit this binary was built from (embedded by `build.rs`; `-dirty` when the tree
@@ -141,7 +110,7 @@ pub(crate) fn run(
     let mut req = GenerateRequest::new(Prompt::Tokens(prompt));
     req.gen_length = g.gen_length;
     req.steps = g.steps;
-    req.cache = CachePolicy::from_name(&g.cache).unwrap_or_default();
+    req.cache = g.cache;
     // Dream caches only in its block-wise parallel mode; a threshold above 1 commits exactly
     // one token per step there, so with steps = gen_length every cache policy (none too)
     // does the same fixed work in the same mode, comparable across policies.
@@ -160,11 +129,13 @@ pub(crate) fn run(
     let mut totals = Vec::new();
     let mut startup_s = None;
     let mut forwards = 0;
+    let mut all_forwards = 0u64;
     let mut positions_per_forward = 0.0;
     let parts0 = engine.model().part_times();
     for run in 0..runs {
         let out = engine.generate(&req, |_| {})?;
         forwards = out.stats.denoiser_calls;
+        all_forwards += forwards as u64;
         positions_per_forward = out.positions_per_forward();
         if startup_s.is_none() {
             startup_s =
@@ -175,12 +146,12 @@ pub(crate) fn run(
         totals.push(out.timings.total_s);
     }
     let parts = engine.model().part_times();
-    let passes = parts.passes.saturating_sub(parts0.passes).max(1);
+    let passes = all_forwards.max(1);
     let is_moe = engine.model().config().moe.is_some();
     let expert_bytes =
-        is_moe.then(|| (parts.expert_bytes - parts0.expert_bytes) as f64 / f64::from(passes));
+        is_moe.then(|| (parts.expert_bytes - parts0.expert_bytes) as f64 / passes as f64);
     let experts = is_moe.then(|| {
-        crate::bench::layout_name(engine.model().cpu().map(|m| m.backend().experts_compact()))
+        super::common::layout_name(engine.model().cpu().map(|m| m.backend().experts_compact()))
     });
     let threads = engine.threads();
     let step_median = median(&step_ms);
@@ -276,7 +247,7 @@ pub(crate) fn run(
             "positions_per_forward": positions_per_forward,
             "expert_bytes_per_forward": expert_bytes,
             "experts": experts,
-            "dense_weights": crate::bench::layout_name(engine.model().cpu().map(|m| m.backend().dense_compact())),
+            "dense_weights": super::common::layout_name(engine.model().cpu().map(|m| m.backend().dense_compact())),
         },
         "notes": g.notes,
     });
@@ -330,6 +301,3 @@ pub(crate) fn run(
     }
     Ok(())
 }
-
-#[cfg(test)]
-mod tests;

@@ -1,7 +1,14 @@
+use lacuna::{CachePolicy, ParallelConfig, ParallelRule};
+
 use super::*;
 
 fn chat(body: serde_json::Value) -> Result<ApiRequest, ApiError> {
     parse(body.to_string().as_bytes(), Endpoint::Chat)
+}
+
+/// The generation of a chat body for a model of `arch`.
+fn generate(body: serde_json::Value, arch: Arch) -> GenerateRequest {
+    chat(body).unwrap().generate_request(arch).unwrap()
 }
 
 fn base() -> serde_json::Value {
@@ -10,22 +17,19 @@ fn base() -> serde_json::Value {
 
 #[test]
 fn defaults_follow_the_length() {
-    let mut r = chat(base()).unwrap();
-    assert_eq!(r.generate.gen_length, DEFAULT_MAX_TOKENS);
-    assert_eq!(r.generate.temperature, 0.0);
-    fill_defaults(&mut r, true);
-    assert_eq!(r.generate.block_length, Some(32));
-    assert_eq!(r.generate.steps, 32); // as `lacuna run`: 128 tokens, 32 steps
+    let r = generate(base(), Arch::Llada);
+    assert_eq!(r.gen_length, DEFAULT_MAX_TOKENS);
+    assert_eq!(r.temperature, 0.0);
+    assert_eq!(r.block_length, Some(32));
+    assert_eq!(r.steps, 32); // as `lacuna run`: 128 tokens, 32 steps
     let mut b = base();
     b["max_tokens"] = 50.into();
-    let mut r = chat(b).unwrap();
-    fill_defaults(&mut r, true);
-    assert_eq!(r.generate.block_length, Some(50)); // not a multiple of 32: one block
-    assert_eq!(r.generate.steps, 12);
+    let r = generate(b, Arch::Llada);
+    assert_eq!(r.block_length, Some(50)); // not a multiple of 32: one block
+    assert_eq!(r.steps, 12);
     // Dream's official sampler has no blocks.
-    let mut r = chat(base()).unwrap();
-    fill_defaults(&mut r, false);
-    assert_eq!(r.generate.block_length, None);
+    let r = generate(base(), Arch::Dream);
+    assert_eq!(r.block_length, None);
 }
 
 #[test]
@@ -33,11 +37,10 @@ fn steps_are_a_multiple_of_the_blocks() {
     for len in [32, 64, 96, 160, 256] {
         let mut b = base();
         b["max_tokens"] = len.into();
-        let mut r = chat(b).unwrap();
-        fill_defaults(&mut r, true);
+        let r = generate(b, Arch::Llada);
         let blocks = len / 32;
-        assert_eq!(r.generate.steps % blocks, 0, "len {len}");
-        assert!(r.generate.steps <= len);
+        assert_eq!(r.steps % blocks, 0, "len {len}");
+        assert!(r.steps <= len);
     }
 }
 
@@ -45,22 +48,37 @@ fn steps_are_a_multiple_of_the_blocks() {
 fn diffusion_settings() {
     let mut b = base();
     b["diffusion"] = serde_json::json!({"fast": true, "steps": 64, "block_length": 16});
-    let r = chat(b).unwrap();
-    assert_eq!(r.generate.cache, CachePolicy::Dual);
-    assert_eq!(r.generate.parallel, Some(ParallelConfig::default()));
-    assert_eq!(r.generate.steps, 64);
-    assert_eq!(r.generate.block_length, Some(16));
-    assert!(r.steps_given && r.block_given);
+    let r = generate(b, Arch::Llada);
+    assert_eq!(r.cache, CachePolicy::Dual);
+    assert_eq!(r.parallel, Some(ParallelConfig::default()));
+    assert_eq!(r.steps, 64);
+    assert_eq!(r.block_length, Some(16));
     let mut b = base();
     b["diffusion"] = serde_json::json!({"parallel": true, "entropy_bound": 0.5});
-    let r = chat(b).unwrap();
-    assert_eq!(
-        r.generate.parallel.unwrap().rule,
-        ParallelRule::EntropyBound(0.5)
-    );
+    let r = generate(b, Arch::Llada);
+    assert_eq!(r.parallel.unwrap().rule, ParallelRule::EntropyBound(0.5));
     let mut b = base();
     b["diffusion"] = serde_json::json!({"parallel": true, "threshold": 0.8, "factor": 1.0});
-    assert_eq!(chat(b).unwrap_err().param.as_deref(), Some("diffusion"));
+    let e = chat(b).unwrap().generate_request(Arch::Llada).unwrap_err();
+    assert_eq!(e.param.as_deref(), Some("diffusion"));
+}
+
+#[test]
+fn fast_on_llada2_is_its_exact_block_cache() {
+    let mut b = base();
+    b["diffusion"] = serde_json::json!({"fast": true});
+    let r = generate(b, Arch::Llada2);
+    assert_eq!(r.cache, CachePolicy::Prefix);
+    assert_eq!(r.parallel, None);
+}
+
+#[test]
+fn names_are_checked_with_the_valid_ones_listed() {
+    let mut b = base();
+    b["diffusion"] = serde_json::json!({"cache": "triple"});
+    let e = chat(b).unwrap_err();
+    assert_eq!(e.param.as_deref(), Some("diffusion.cache"));
+    assert!(e.message.contains("none, prefix, dual"), "{}", e.message);
 }
 
 #[test]
@@ -69,19 +87,19 @@ fn max_completion_tokens_wins_and_top_p_one_is_no_filter() {
     b["max_tokens"] = 10.into();
     b["max_completion_tokens"] = 20.into();
     b["top_p"] = 1.0.into();
-    let r = chat(b).unwrap();
-    assert_eq!(r.generate.gen_length, 20);
-    assert_eq!(r.generate.top_p, None);
+    let r = generate(b, Arch::Llada);
+    assert_eq!(r.gen_length, 20);
+    assert_eq!(r.top_p, None);
 }
 
 #[test]
 fn seeds_given_and_not() {
     let mut b = base();
     b["seed"] = 42.into();
-    assert_eq!(chat(b).unwrap().generate.seed, 42);
+    assert_eq!(generate(b, Arch::Llada).seed, 42);
     // Without a seed, two requests draw differently.
-    let a = chat(base()).unwrap().generate.seed;
-    let c = chat(base()).unwrap().generate.seed;
+    let a = generate(base(), Arch::Llada).seed;
+    let c = generate(base(), Arch::Llada).seed;
     assert_ne!(a, c);
 }
 
@@ -92,7 +110,7 @@ fn developer_is_system_and_parts_concatenate() {
         {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}
     ]});
     let r = chat(b).unwrap();
-    let Prompt::Chat(m) = r.generate.prompt else {
+    let Prompt::Chat(m) = r.prompt else {
         panic!("a chat prompt")
     };
     assert_eq!(m[0].role, "system");
@@ -110,11 +128,11 @@ fn completion_prompts() {
         )
     };
     assert_eq!(
-        parse_c("x".into()).unwrap().generate.prompt,
+        parse_c("x".into()).unwrap().prompt,
         Prompt::Text("x".into())
     );
     assert_eq!(
-        parse_c(serde_json::json!([1, 2])).unwrap().generate.prompt,
+        parse_c(serde_json::json!([1, 2])).unwrap().prompt,
         Prompt::Tokens(vec![1, 2])
     );
     assert!(parse_c(serde_json::json!([1.5])).is_err());

@@ -1,22 +1,40 @@
-//! Loading `bench-results/`, rewriting README.md, and verifying both agree.
+//! Loading `bench-results/`, rewriting the generated tables, and verifying both agree.
 
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 
+use crate::generated::{FULL, HEADLINE, Section};
 use crate::read;
-use crate::render::{self, BEGIN, END, Loaded};
-use crate::schema;
+use crate::render::{self, Loaded};
+use crate::serve::{self, SERVE_KIND, ServeLoaded};
+use crate::{headline, schema};
 
 /// Folder of result files, relative to the repository root.
 const RESULTS_DIR: &str = "bench-results";
 
+/// Everything under `bench-results/` that the tables render.
+#[derive(Debug, Default)]
+pub(crate) struct Results {
+    /// Run results (`lacuna.bench.v1`), by path.
+    pub(crate) runs: Vec<Loaded>,
+    /// `lacuna serve` load tests (`lacuna.serve-load.raw.v0`), by path.
+    pub(crate) serve: Vec<ServeLoaded>,
+}
+
+impl Results {
+    fn files(&self) -> usize {
+        self.runs.len() + self.serve.len()
+    }
+}
+
 /// Loads and validates every run result: each `*.json` directly inside
 /// `bench-results/<machine-id>/`. Deeper folders hold raw data (criterion exports, kernel
-/// microbenchmarks); those files are only checked to be JSON.
-pub(crate) fn load(root: &Path) -> Result<Vec<Loaded>> {
+/// microbenchmarks, load tests); those files are checked to be JSON, and the load tests
+/// among them (`"kind": "lacuna.serve-load.raw.v0"`) are read for the tables.
+pub(crate) fn load(root: &Path) -> Result<Results> {
     let dir = root.join(RESULTS_DIR);
-    let mut out = Vec::new();
+    let mut out = Results::default();
     if !dir.exists() {
         return Ok(out);
     }
@@ -38,7 +56,7 @@ pub(crate) fn load(root: &Path) -> Result<Vec<Loaded>> {
                 file.file_name().to_string_lossy()
             );
             if file.file_type()?.is_dir() {
-                check_raw_json(&path, &rel)?;
+                check_raw_json(&path, &rel, &machine_name, &mut out.serve)?;
                 continue;
             }
             if path.extension().and_then(|e| e.to_str()) != Some("json") {
@@ -53,78 +71,109 @@ pub(crate) fn load(root: &Path) -> Result<Vec<Loaded>> {
                     result.machine.id
                 );
             }
-            out.push(Loaded { path: rel, result });
+            out.runs.push(Loaded { path: rel, result });
         }
     }
+    out.serve.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(out)
 }
 
-/// Raw files below a machine folder must at least be well-formed JSON.
-fn check_raw_json(dir: &Path, rel: &str) -> Result<()> {
+/// Raw files below a machine folder must at least be well-formed JSON; load tests among them
+/// are read.
+fn check_raw_json(
+    dir: &Path,
+    rel: &str,
+    machine: &str,
+    serve: &mut Vec<ServeLoaded>,
+) -> Result<()> {
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
         let name = format!("{rel}/{}", entry.file_name().to_string_lossy());
         if entry.file_type()?.is_dir() {
-            check_raw_json(&entry.path(), &name)?;
+            check_raw_json(&entry.path(), &name, machine, serve)?;
         } else if entry.path().extension().and_then(|e| e.to_str()) == Some("json") {
-            serde_json::from_str::<serde_json::Value>(&read(&entry.path())?)
+            let value: serde_json::Value = serde_json::from_str(&read(&entry.path())?)
                 .with_context(|| format!("{name}: not valid JSON"))?;
+            if value.get("kind").and_then(|k| k.as_str()) != Some(SERVE_KIND) {
+                continue;
+            }
+            let run = serve::parse(value)
+                .map_err(|e| anyhow::anyhow!("{name}: field `{}`: {}", e.field, e.problem))?;
+            if run.machine.id != machine {
+                bail!(
+                    "{name}: field `machine.id`: \"{}\" does not match its folder \"{machine}\"",
+                    run.machine.id
+                );
+            }
+            serve.push(ServeLoaded { path: name, run });
         }
     }
     Ok(())
 }
 
-/// Regenerates the table in README.md. Returns whether the file changed.
-pub(crate) fn render_readme(root: &Path) -> Result<bool> {
-    let results = load(root)?;
-    let readme_path = root.join("README.md");
-    let readme = read(&readme_path)?;
-    let Some(new) = render::splice(&readme, &render::render(&results)) else {
-        bail!("README.md lacks the markers:\n{BEGIN}\n{END}");
-    };
-    if new == readme {
-        return Ok(false);
-    }
-    std::fs::write(&readme_path, new).context("cannot write README.md")?;
-    Ok(true)
+/// The two generated parts: the headline table (README.md) and the full table
+/// (bench-results/README.md), each with the text it should hold.
+fn expected(results: &Results) -> [(Section, String); 2] {
+    let rows = render::rows(&results.runs);
+    [
+        (HEADLINE, headline::render(&rows, &results.serve)),
+        (FULL, render::render(&results.runs, &results.serve)),
+    ]
 }
 
-/// Checks result files, the README table and its citations. Returns the number of files.
-pub(crate) fn verify(root: &Path) -> Result<usize> {
+fn missing_markers(section: &Section) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{} lacks the markers:\n{}\n{}",
+        section.file,
+        section.begin,
+        section.end
+    )
+}
+
+/// Regenerates both tables. Returns the files that changed.
+pub(crate) fn render_readme(root: &Path) -> Result<Vec<&'static str>> {
     let results = load(root)?;
-    let readme = read(&root.join("README.md"))?;
-    let Some(current) = render::current(&readme) else {
-        bail!("README.md lacks the markers:\n{BEGIN}\n{END}");
-    };
-    // Every file a row cites must exist (a row with nothing behind it is a made-up figure).
-    for cited in cited_files(current) {
-        if !root.join(cited).is_file() {
-            bail!("README.md: a benchmark row cites {cited}, which does not exist");
+    let mut changed = Vec::new();
+    for (section, body) in expected(&results) {
+        let path = root.join(section.file);
+        let doc = read(&path)?;
+        let new = section
+            .splice(&doc, &body)
+            .ok_or_else(|| missing_markers(&section))?;
+        if new != doc {
+            std::fs::write(&path, new).with_context(|| format!("cannot write {}", section.file))?;
+            changed.push(section.file);
         }
     }
-    let expected = render::render(&results);
-    if current != expected {
-        let (line_no, have, want) = first_difference(current, &expected);
-        bail!(
-            "README.md benchmark table differs from bench-results/ at table line {line_no}:\n  README:   {have}\n  expected: {want}\nrun `cargo xtask bench-render` and commit"
-        );
-    }
-    Ok(results.len())
+    Ok(changed)
 }
 
-/// Paths inside `(...)` links that point into `bench-results/`.
-fn cited_files(table: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut rest = table;
-    while let Some(i) = rest.find(&format!("]({RESULTS_DIR}/")) {
-        let start = i + 2;
-        let Some(len) = rest[start..].find(')') else {
-            break;
-        };
-        out.push(&rest[start..start + len]);
-        rest = &rest[start + len..];
+/// Checks result files, both tables and what they cite. Returns the number of files read.
+pub(crate) fn verify(root: &Path) -> Result<usize> {
+    let results = load(root)?;
+    for (section, want) in expected(&results) {
+        let doc = read(&root.join(section.file))?;
+        let have = section
+            .current(&doc)
+            .ok_or_else(|| missing_markers(&section))?;
+        // Every file a row cites must exist (a row with nothing behind it is a made-up figure).
+        for cited in section.cited(have) {
+            if !root.join(&cited).is_file() {
+                bail!(
+                    "{}: a benchmark row cites {cited}, which does not exist",
+                    section.file
+                );
+            }
+        }
+        if have != want {
+            let (line_no, have, want) = first_difference(have, &want);
+            bail!(
+                "{} benchmark table differs from bench-results/ at table line {line_no}:\n  file:     {have}\n  expected: {want}\nrun cargo xtask bench-render and commit",
+                section.file
+            );
+        }
     }
-    out
+    Ok(results.files())
 }
 
 fn first_difference<'a>(a: &'a str, b: &'a str) -> (usize, &'a str, &'a str) {

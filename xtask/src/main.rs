@@ -1,12 +1,17 @@
 //! `cargo xtask`: repository tasks.
 //!
-//! - `bench-render`: regenerates the README benchmark table from `bench-results/`.
-//! - `bench-verify`: fails when a result file breaks the schema, when the README table is
-//!   not what `bench-render` would write, or when a table row cites a missing file.
+//! - `bench-render`: regenerates, from `bench-results/`, the full benchmark table in
+//!   `bench-results/README.md` and the headline table (one row per workload family) in
+//!   `README.md`.
+//! - `bench-verify`: fails when a result file breaks the schema, when either table is not
+//!   what `bench-render` would write, or when a table row cites a missing file.
 
 mod bench;
+mod generated;
+mod headline;
 mod render;
 mod schema;
+mod serve;
 
 use std::path::{Path, PathBuf};
 
@@ -24,14 +29,15 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("bench-render") => bench::render_readme(&repo_root()).map(|changed| {
-            if changed {
-                println!("README.md benchmark table updated");
-            } else {
-                println!("README.md benchmark table already up to date");
+            if changed.is_empty() {
+                println!("benchmark tables already up to date");
+            }
+            for file in changed {
+                println!("{file}: benchmark table updated");
             }
         }),
         Some("bench-verify") => bench::verify(&repo_root()).map(|n| {
-            println!("bench-verify: {n} result file(s) valid, README table up to date");
+            println!("bench-verify: {n} result file(s) valid, benchmark tables up to date");
         }),
         _ => usage(),
     };

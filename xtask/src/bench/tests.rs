@@ -1,6 +1,7 @@
 use std::path::Path;
 
 use super::*;
+use crate::generated::{FULL, HEADLINE};
 
 fn sample(engine: &str, threads: u32, median: f64) -> serde_json::Value {
     serde_json::json!({
@@ -28,16 +29,29 @@ fn repo(files: &[(&str, serde_json::Value)]) -> tempfile::TempDir {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, serde_json::to_string_pretty(value).unwrap()).unwrap();
     }
-    std::fs::write(
-        dir.path().join("README.md"),
-        format!("# Title\n\n{BEGIN}\nstale\n{END}\n\nRest of the README.\n"),
-    )
-    .unwrap();
+    for section in [HEADLINE, FULL] {
+        let path = dir.path().join(section.file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(
+            path,
+            format!(
+                "# Title\n\n{}\nstale\n{}\n\nRest of the file.\n",
+                section.begin, section.end
+            ),
+        )
+        .unwrap();
+    }
     dir
 }
 
+/// The full table's file.
+fn table(root: &Path) -> String {
+    std::fs::read_to_string(root.join(FULL.file)).unwrap()
+}
+
+/// The headline's file.
 fn readme(root: &Path) -> String {
-    std::fs::read_to_string(root.join("README.md")).unwrap()
+    std::fs::read_to_string(root.join(HEADLINE.file)).unwrap()
 }
 
 #[test]
@@ -51,19 +65,33 @@ fn render_then_verify_passes_and_keeps_the_rest_of_the_readme() {
         verify(dir.path()).is_err(),
         "stale table must fail before rendering"
     );
-    assert!(render_readme(dir.path()).unwrap());
+    assert_eq!(
+        render_readme(dir.path()).unwrap(),
+        ["README.md", "bench-results/README.md"]
+    );
     assert!(
-        !render_readme(dir.path()).unwrap(),
+        render_readme(dir.path()).unwrap().is_empty(),
         "second render is a no-op"
     );
     assert_eq!(verify(dir.path()).unwrap(), 3);
-    let text = readme(dir.path());
-    assert!(text.starts_with("# Title\n"));
-    assert!(text.ends_with("\n\nRest of the README.\n"));
+    for text in [readme(dir.path()), table(dir.path())] {
+        assert!(text.starts_with("# Title\n"));
+        assert!(text.ends_with("\n\nRest of the file.\n"));
+    }
+    let text = table(dir.path());
     // llama.cpp's best thread count (2) is the one compared: 1300 / 400.
     assert!(text.contains("| 3.25× |"), "{text}");
     assert!(text.contains("1300.0 (2 thr, avx512vnni)"), "{text}");
-    assert!(text.contains("[llama-t1](bench-results/test-box/llama-t1.json)"));
+    // Links are relative to bench-results/README.md.
+    assert!(
+        text.contains("[llama-t1](test-box/llama-t1.json)"),
+        "{text}"
+    );
+    let text = readme(dir.path());
+    assert!(
+        text.contains("| forward pass | `llada-8b-shape-4l-q4km`, T=160 | 400.0 ms/step | llama.cpp 1300.0 ms/step | 3.25× | 1 row | [Lacuna](bench-results/test-box/lacuna-t2.json) [llama.cpp](bench-results/test-box/llama-t2.json) |"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -73,13 +101,40 @@ fn a_hand_edited_number_is_drift() {
         ("llama.json", sample("llama.cpp", 2, 1300.0)),
     ]);
     render_readme(dir.path()).unwrap();
-    let edited = readme(dir.path()).replace("400.0 (2 thr", "300.0 (2 thr");
-    std::fs::write(dir.path().join("README.md"), edited).unwrap();
+    let edited = table(dir.path()).replace("400.0 (2 thr", "300.0 (2 thr");
+    std::fs::write(dir.path().join(FULL.file), edited).unwrap();
     let err = verify(dir.path()).unwrap_err().to_string();
-    assert!(err.contains("run `cargo xtask bench-render`"), "{err}");
+    assert!(
+        err.contains("run cargo xtask bench-render and commit"),
+        "{err}"
+    );
+    assert!(err.starts_with("bench-results/README.md "), "{err}");
     assert!(err.contains("300.0"), "{err}");
     render_readme(dir.path()).unwrap();
     verify(dir.path()).unwrap();
+
+    // The same for the headline in README.md.
+    let edited = readme(dir.path()).replace("400.0 ms/step", "300.0 ms/step");
+    std::fs::write(dir.path().join(HEADLINE.file), edited).unwrap();
+    let err = verify(dir.path()).unwrap_err().to_string();
+    assert!(
+        err.contains("run cargo xtask bench-render and commit"),
+        "{err}"
+    );
+    assert!(err.starts_with("README.md "), "{err}");
+    assert!(err.contains("300.0 ms/step"), "{err}");
+    render_readme(dir.path()).unwrap();
+    verify(dir.path()).unwrap();
+}
+
+#[test]
+fn missing_markers_name_the_file() {
+    let dir = repo(&[("lacuna.json", sample("lacuna", 2, 400.0))]);
+    std::fs::write(dir.path().join(HEADLINE.file), "# No markers\n").unwrap();
+    let err = render_readme(dir.path()).unwrap_err().to_string();
+    assert!(err.starts_with("README.md lacks the markers"), "{err}");
+    let err = verify(dir.path()).unwrap_err().to_string();
+    assert!(err.starts_with("README.md lacks the markers"), "{err}");
 }
 
 #[test]
@@ -91,6 +146,22 @@ fn a_row_citing_a_missing_file_fails() {
     assert!(
         err.contains("bench-results/test-box/lacuna.json, which does not exist"),
         "{err}"
+    );
+}
+
+#[test]
+fn a_headline_citing_a_missing_file_fails() {
+    let dir = repo(&[
+        ("lacuna.json", sample("lacuna", 2, 400.0)),
+        ("llama.json", sample("llama.cpp", 2, 1300.0)),
+    ]);
+    render_readme(dir.path()).unwrap();
+    let edited = readme(dir.path()).replace("test-box/llama.json", "test-box/gone.json");
+    std::fs::write(dir.path().join(HEADLINE.file), edited).unwrap();
+    let err = verify(dir.path()).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "README.md: a benchmark row cites bench-results/test-box/gone.json, which does not exist"
     );
 }
 
@@ -152,7 +223,8 @@ fn raw_data_below_a_machine_folder_must_be_json_but_is_not_rendered() {
 fn no_results_renders_an_honest_placeholder() {
     let dir = repo(&[]);
     render_readme(dir.path()).unwrap();
-    assert!(readme(dir.path()).contains("_No benchmark results yet._"));
+    assert!(table(dir.path()).contains("_No benchmark results yet._"));
+    assert!(readme(dir.path()).contains("_No compared benchmark results yet._"));
     assert_eq!(verify(dir.path()).unwrap(), 0);
 }
 
@@ -194,7 +266,7 @@ fn amx_off_runs_get_their_own_row() {
         ),
     ]);
     render_readme(dir.path()).unwrap();
-    let text = readme(dir.path());
+    let text = table(dir.path());
     // AMX against AMX (1000 / 400), AVX-512 against AVX-512 (1800 / 600).
     assert!(
         text.contains("| forward, T=160 | 400.0 (2 thr, cpu-amx) | 1000.0 (2 thr, amx) | 2.50× |"),
@@ -226,7 +298,7 @@ fn cached_generate_rows_compare_with_llama_cpps_uncached_run() {
         ("llama.json", generate("llama.cpp", 1500.0, None)),
     ]);
     render_readme(dir.path()).unwrap();
-    let text = readme(dir.path());
+    let text = table(dir.path());
     assert!(
         text.contains(
             "block 32, llada | 500.0 (2 thr, avx512vnni) | 1500.0 (2 thr, avx512vnni) | 3.00× |"
@@ -238,4 +310,70 @@ fn cached_generate_rows_compare_with_llama_cpps_uncached_run() {
         "{text}"
     );
     verify(dir.path()).unwrap();
+}
+
+fn serve_load(concurrency: u32, tokens_per_s: f64) -> serde_json::Value {
+    serde_json::json!({
+        "kind": "lacuna.serve-load.raw.v0",
+        "note": "fields the tables do not read are ignored",
+        "machine": {"id": "test-box", "threads": 2, "cores": 2},
+        "model": {"id": "lacuna-demo", "architecture": "llada"},
+        "workload": {"endpoint": "chat", "stream": true, "concurrency": concurrency,
+                     "requests": 20,
+                     "request": {"max_tokens": 64, "diffusion": {"steps": 16, "cache": "dual"}}},
+        "figures": {"requests": 20, "ok": 20, "errors": 0, "rejected_429": 0,
+                    "requests_per_s": 2.5, "generated_tokens_per_s": tokens_per_s,
+                    "latency_ms": {"p50": 152.04, "p90": 160.0},
+                    "time_to_first_content_ms": {"p50": 21.37}}
+    })
+}
+
+#[test]
+fn serve_load_tests_are_read_rendered_and_headlined() {
+    let dir = repo(&[
+        ("serve-load/demo-c1.json", serve_load(1, 400.0)),
+        ("serve-load/demo-c4.json", serve_load(4, 500.0)),
+        // Not a load test: only checked to be JSON.
+        (
+            "serve-load/scaling.json",
+            serde_json::json!({"what": "rows"}),
+        ),
+    ]);
+    render_readme(dir.path()).unwrap();
+    assert_eq!(verify(dir.path()).unwrap(), 2);
+    let text = table(dir.path());
+    assert!(
+        text.contains("| `lacuna-demo` | chat, stream, max_tokens 64, cache dual, steps 16, 4 concurrent, 20 requests, 2 thr | 500.0 | 2.500 | 152 ms | 21 ms | 20 / 0 / 0 | 1.25× | [demo-c4](test-box/serve-load/demo-c4.json) |"),
+        "{text}"
+    );
+    assert!(text.contains("| baseline | [demo-c1]"), "{text}");
+    let text = readme(dir.path());
+    assert!(
+        text.contains("| `lacuna serve`, 4 concurrent vs 1 | `lacuna-demo`, chat, stream | 500.0 tokens/s | 1 at a time 400.0 tokens/s | 1.25× |"),
+        "{text}"
+    );
+
+    let mut bad = serve_load(4, 500.0);
+    bad["figures"]["latency_ms"] = serde_json::json!({"p90": 1.0});
+    std::fs::write(
+        dir.path()
+            .join("bench-results/test-box/serve-load/demo-c4.json"),
+        bad.to_string(),
+    )
+    .unwrap();
+    let err = verify(dir.path()).unwrap_err().to_string();
+    assert!(
+        err.contains("serve-load/demo-c4.json: field `figures.latency_ms`: missing field `p50`"),
+        "{err}"
+    );
+}
+
+/// The committed tables are what `cargo xtask bench-render` writes (rust-analyzer's
+/// `ensure_file_contents`): `cargo test` fails on drift as `bench-verify` does.
+#[test]
+fn the_committed_tables_are_up_to_date() {
+    let root = crate::repo_root();
+    if let Err(err) = verify(&root) {
+        panic!("{err:#}");
+    }
 }

@@ -10,17 +10,17 @@
 //!
 //! Kernels: AVX2 and AVX-512 VNNI for Q4_K and Q6_K (the types of Q4_K_M/Q4_K_S experts);
 //! the portable loop (decode a block, then the integer dot) for every other type without
-//! float offsets. Canvases of [`PANEL_TOKENS`] tokens or more (dense weights of a long
-//! canvas) instead decode each panel of 16 rows into a one-panel repacked buffer and run the
-//! path's GEMM kernel on it, for every type and path.
+//! float offsets. This module holds the layout and the kernels over few tokens; choosing
+//! between them and the repacked kernels is [`crate::gemm`]'s (long canvases decode each
+//! panel into the repacked layout and run the path's GEMM kernel on it).
 
 use rayon::prelude::*;
 
 use crate::Path;
 use crate::acts::Acts;
 use crate::blocks::{QuantKind, decode};
-use crate::gemm::Out;
-use crate::packed::{PANEL, QuantPacked};
+use crate::out::Out;
+use crate::packed::PANEL;
 
 #[cfg(target_arch = "x86_64")]
 mod x86;
@@ -71,27 +71,16 @@ fn x86_f16c() -> bool {
     std::arch::is_x86_feature_detected!("f16c")
 }
 
-/// Canvases of at least this many tokens take [`by_panels`]: per panel, decoding once into
-/// the repacked layout costs less than the decode-per-use kernels' slower dot products.
-pub(crate) const PANEL_TOKENS: usize = 128;
-
-/// Whether [`matmul`] over `t` tokens reads the activations' signed copy
-/// ([`Acts::prepare_signed`]): the eight-row kernels do, and the aarch64 GEMM kernels that
-/// [`by_panels`] runs.
-pub(crate) fn reads_signed(path: Path, w: &CompactQuant, t: usize) -> bool {
-    if t >= PANEL_TOKENS {
-        path.is_aarch64()
-    } else {
-        rows8_kernel(w.kind, path).is_some()
-    }
+/// Whether [`matmul`] reads the activations' signed copy ([`Acts::prepare_signed`]): the
+/// eight-row kernels do.
+pub(crate) fn reads_signed(path: Path, w: &CompactQuant) -> bool {
+    rows8_kernel(w.kind, path).is_some()
 }
 
-/// `out = acts . w^T` for every token (`acts` prepared for `w`'s activation kind, with the
-/// signed copy where [`reads_signed`] says).
+/// `out = acts . w^T` for every token (few of them: `gemm` sends long canvases to the
+/// repacked kernels), `acts` prepared for `w`'s activation kind, with the signed copy where
+/// [`reads_signed`] says.
 pub(crate) fn matmul(path: Path, w: &CompactQuant, acts: &Acts, n: usize, out: Out) {
-    if out.t >= PANEL_TOKENS {
-        return by_panels(path, w, acts, n, out);
-    }
     let rows8 = rows8_kernel(w.kind, path);
     let panels = n.div_ceil(PANEL);
     let signed = &acts.signed[..if rows8.is_some() { out.t * w.k } else { 0 }];
@@ -128,31 +117,6 @@ pub(crate) fn matmul(path: Path, w: &CompactQuant, acts: &Acts, n: usize, out: O
                     unsafe { *out.at(t, p).add(r) = v };
                 }
             }
-        },
-    );
-}
-
-/// Many tokens: each panel of 16 rows is decoded into a per-task one-panel buffer of the
-/// repacked layout, then the path's GEMM kernel runs on it; the memory held stays the
-/// file's size plus one panel per task, and the results are the repacked layout's bits.
-fn by_panels(path: Path, w: &CompactQuant, acts: &Acts, n: usize, out: Out) {
-    // AMX's kernel needs tile-prepared activations; the AVX-512 one runs the same sums.
-    let kernel = crate::gemm::quant_kernel(if path == Path::Amx {
-        Path::Avx512Vnni
-    } else {
-        path
-    });
-    (0..n.div_ceil(PANEL)).into_par_iter().for_each_init(
-        || QuantPacked::one_panel(w.kind, w.k),
-        |panel, p| {
-            let rows = out.valid(p);
-            panel.refill(
-                &w.bytes[p * PANEL * w.row_bytes..][..rows * w.row_bytes],
-                w.row_bytes,
-            );
-            // SAFETY: the path is available (the caller checked it); panel p exists and
-            // this task is the only writer of its columns.
-            unsafe { kernel(panel, acts, 0, 1, out.panel(p)) }
         },
     );
 }

@@ -1,6 +1,9 @@
 //! `Y[T x N] = X[T x K] . W[N x K]^T` over a whole canvas: activation quantization once per
 //! matmul, then one microkernel per instruction path over panels of 16 weight rows, two
-//! panels per `rayon` task, every token per task.
+//! panels per `rayon` task, every token per task. [`matmul_on`] dispatches every weight
+//! layout: repacked quantized and float panels here, and compact matrices
+//! ([`crate::compact`]'s kernels over few tokens; over many, each panel decoded into the
+//! repacked layout and run here).
 //!
 //! # Arithmetic (identical on every path)
 //! For each output `(t, n)` and each weight block `b` (256 elements for K-quants, 32 for
@@ -26,6 +29,8 @@
 use rayon::prelude::*;
 
 use crate::acts::Acts;
+use crate::compact::{self, CompactQuant};
+use crate::out::Out;
 use crate::packed::{FloatPacked, Inner, PANEL, QuantPacked};
 use crate::{Error, PackedWeight, Path};
 
@@ -35,7 +40,7 @@ mod scalar;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
-/// Reusable buffers for [`matmul`] and [`crate::attention`]: keep one per thread of the
+/// Reusable buffers for [`matmul`] and [`crate::attention_rows`]: keep one per thread of the
 /// caller and neither allocates once the buffers have grown to the largest call.
 #[derive(Debug, Default)]
 pub struct Workspace {
@@ -95,7 +100,9 @@ pub fn matmul_on(
     }
     let signed = match &w.inner {
         Inner::Quant(_) => path.is_aarch64(),
-        Inner::Compact(c) => crate::compact::reads_signed(path, c, t),
+        // Many tokens: the compact matrix runs panel by panel on the repacked kernels.
+        Inner::Compact(_) if t >= PANEL_TOKENS => path.is_aarch64(),
+        Inner::Compact(c) => compact::reads_signed(path, c),
         Inner::Float(_) => false,
     };
     if signed {
@@ -127,9 +134,41 @@ pub fn matmul_on(
                 unsafe { kernel(f, &acts.f, p0, np, out) }
             });
         }
-        Inner::Compact(c) => crate::compact::matmul(path, c, acts, n, out),
+        Inner::Compact(c) if t >= PANEL_TOKENS => compact_by_panels(path, c, acts, n, out),
+        Inner::Compact(c) => compact::matmul(path, c, acts, n, out),
     }
     Ok(())
+}
+
+/// Canvases of at least this many tokens run a compact matrix through
+/// [`compact_by_panels`]: per panel, decoding once into the repacked layout costs less than
+/// the decode-per-use kernels' slower dot products.
+const PANEL_TOKENS: usize = 128;
+
+/// A compact matrix over many tokens: each panel of 16 rows is decoded into a per-task
+/// one-panel buffer of the repacked layout, then the path's GEMM kernel runs on it; the
+/// memory held stays the file's size plus one panel per task, and the results are the
+/// repacked layout's bits.
+fn compact_by_panels(path: Path, w: &CompactQuant, acts: &Acts, n: usize, out: Out) {
+    // AMX's kernel needs tile-prepared activations; the AVX-512 one runs the same sums.
+    let kernel = quant_kernel(if path == Path::Amx {
+        Path::Avx512Vnni
+    } else {
+        path
+    });
+    (0..n.div_ceil(PANEL)).into_par_iter().for_each_init(
+        || QuantPacked::one_panel(w.kind, w.k),
+        |panel, p| {
+            let rows = out.valid(p);
+            panel.refill(
+                &w.bytes[p * PANEL * w.row_bytes..][..rows * w.row_bytes],
+                w.row_bytes,
+            );
+            // SAFETY: the path is available (`matmul_on` checked it); panel p exists and
+            // this task is the only writer of its columns.
+            unsafe { kernel(panel, acts, 0, 1, out.panel(p)) }
+        },
+    );
 }
 
 /// `y[t][n] = x[t][k] . w^T` for float weights `w` (`n` rows), on this thread only: the
@@ -192,7 +231,7 @@ pub(crate) type FloatKernel = unsafe fn(&FloatPacked, &[f32], usize, usize, Out)
 
 /// The quantized kernel of `path` (AMX's takes tile-prepared activations: callers without
 /// them pass [`Path::Avx512Vnni`] instead).
-pub(crate) fn quant_kernel(path: Path) -> QuantKernel {
+fn quant_kernel(path: Path) -> QuantKernel {
     match path {
         #[cfg(target_arch = "x86_64")]
         Path::Amx => x86::amx::quant_panels,
@@ -232,59 +271,5 @@ fn float_kernel(path: Path, accumulate: bool) -> FloatKernel {
     }
 }
 
-/// The output matrix, shared by the tasks: each writes only its own panels' columns.
-#[derive(Clone, Copy)]
-pub(crate) struct Out {
-    ptr: *mut f32,
-    /// Row stride.
-    pub(crate) n: usize,
-    /// Rows (tokens).
-    pub(crate) t: usize,
-    /// Columns from `ptr` on (`n` but for [`Out::panel`]'s views).
-    cols: usize,
-}
-
-// SAFETY: `Out` is only a pointer into the caller's `y`, which outlives the parallel loop
-// (`matmul_on` borrows it mutably throughout); tasks write disjoint columns.
-unsafe impl Send for Out {}
-// SAFETY: as above.
-unsafe impl Sync for Out {}
-
-impl Out {
-    /// The whole output `y[t][n]` at `ptr`.
-    pub(crate) fn new(ptr: *mut f32, n: usize, t: usize) -> Out {
-        Out { ptr, n, t, cols: n }
-    }
-
-    /// Columns of panel `p` that exist (1..=16).
-    pub(crate) fn valid(self, p: usize) -> usize {
-        (self.cols - p * PANEL).min(PANEL)
-    }
-
-    /// Panel `p` alone, as panel 0 of a view (for a kernel run over a one-panel weight).
-    ///
-    /// # Safety
-    /// Panel `p` exists.
-    pub(crate) unsafe fn panel(self, p: usize) -> Out {
-        Out {
-            // SAFETY: column p * 16 is inside row 0 (the caller's contract).
-            ptr: unsafe { self.ptr.add(p * PANEL) },
-            n: self.n,
-            t: self.t,
-            cols: self.valid(p),
-        }
-    }
-
-    /// Pointer to `y[t][p * 16]`.
-    ///
-    /// # Safety
-    /// `t < self.t` and panel `p` exists; writes through it must stay within
-    /// [`Out::valid`] columns of a panel the caller owns.
-    pub(crate) unsafe fn at(self, t: usize, p: usize) -> *mut f32 {
-        // SAFETY: in bounds of `y` (t x n) by the caller's contract.
-        unsafe { self.ptr.add(t * self.n + p * PANEL) }
-    }
-}
-
 #[cfg(test)]
-pub(crate) mod tests;
+mod tests;

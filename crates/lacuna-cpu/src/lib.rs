@@ -1,5 +1,6 @@
 //! CPU kernels for the diffusion-LM workload: quantized GEMM over a whole canvas,
-//! bidirectional attention, RMSNorm, RoPE, SwiGLU and the sampler's vocabulary-row math.
+//! bidirectional and block-causal attention over chosen query rows, RMSNorm, RoPE, SwiGLU,
+//! the row gathers, scatters and sums between them, and the sampler's vocabulary-row math.
 //!
 //! The only crate with `#[target_feature]` code. The instruction path (AMX, AVX-512 VNNI,
 //! AVX-VNNI, AVX2, scalar) is detected once at run time ([`Path::active`], overridable with
@@ -29,15 +30,18 @@ mod compact;
 mod error;
 mod gemm;
 mod ops;
+mod out;
 mod packed;
 mod path;
 pub mod peak;
+#[cfg(test)]
+mod testing;
 
 pub use error::Error;
 pub use gemm::{Workspace, matmul, matmul_on};
 pub use ops::{
-    AttnShape, argmax, attention, attention_masked, log_softmax, rms_norm, rope_neox, rope_normal,
-    softmax, swiglu, top_k, top2,
+    AttnShape, Mask, RopeMode, RopeParams, add, add_bias, argmax, attention, attention_rows,
+    copy_rows, log_softmax, rms_norm, rope, scatter_scaled, sum_slots, swiglu, top_k, top2,
 };
 pub use packed::PackedWeight;
 pub use path::Path;

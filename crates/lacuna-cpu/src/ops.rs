@@ -1,20 +1,25 @@
-//! Element-wise and row operations of a transformer forward pass and of the sampler's
-//! confidence math. Each is plain Rust written for auto-vectorization (explicit 16-lane
+//! Element-wise and row operations of a transformer forward pass (attention, RMSNorm,
+//! SwiGLU, RoPE, row gathers, scatters and sums) and of the sampler's confidence math. The
+//! arithmetic ones are plain Rust written for auto-vectorization (explicit 16-lane
 //! accumulators, no reductions the compiler may not reorder), compiled three times:
 //! AVX-512, AVX2+FMA and portable, chosen from [`crate::Path::active`]. The arithmetic is
 //! the same in all three (no FMA contraction), so results are bit-identical across paths.
+//! They check their arguments' lengths and shapes and return [`crate::Error`], never panic.
 
 mod attention;
 mod exp;
 mod norm;
 mod rope;
+mod rows;
 mod softmax;
 
 pub(crate) use attention::AttnBuffers;
-pub use attention::{AttnShape, attention, attention_masked};
+pub use attention::{AttnShape, Mask, attention, attention_rows};
 pub use norm::{rms_norm, swiglu};
-pub use rope::{rope_neox, rope_normal};
-pub use softmax::{argmax, log_softmax, softmax, top_k, top2};
+pub use rope::{RopeMode, RopeParams, rope};
+pub use rows::{add, add_bias, copy_rows, scatter_scaled, sum_slots};
+pub(crate) use softmax::softmax;
+pub use softmax::{argmax, log_softmax, top_k, top2};
 
 /// Vector width the op bodies are compiled for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

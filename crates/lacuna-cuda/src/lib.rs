@@ -7,12 +7,14 @@
 //! weights repacked for the tensor cores ([`repack`]), and the operations a graph needs
 //! ([`Gpu`]).
 
-mod device;
 mod error;
+mod gpu;
+mod info;
 pub mod kernels;
 pub mod library;
 pub mod nvrtc;
 pub mod repack;
 
-pub use device::{AttnArgs, DevBuf, DevView, DevWeight, Gpu, GpuInfo, device_count};
 pub use error::{Error, Result};
+pub use gpu::{AttnArgs, DevBuf, DevView, DevWeight, Gpu};
+pub use info::{GpuInfo, device_count};

@@ -8,12 +8,23 @@
 //! host hands over token ids and row indices and takes back only logits (and a MoE
 //! layer's router scores). For the CPU backend a buffer is a `Vec<f32>` and a view a
 //! slice, so nothing is copied; for a GPU every buffer is device memory.
+//!
+//! # Shapes are the graph's to check, once
+//! The graph checks every shape before a kernel sees it, and reports it as this crate's
+//! [`crate::Error`]: the hyperparameters when the [`Config`] is read (head counts, head
+//! width, rotary dimensions: [`crate::Error::BadMetadata`] naming the key), the backend's
+//! own limits once at load ([`Backend::check_config`]:
+//! [`crate::Error::UnsupportedShape`]), and token ids, rows and windows at each pass
+//! ([`crate::Error::TokenOutOfRange`] with the token's canvas position, and the other
+//! per-pass variants). A backend's operations may assume all of it: they do not check the
+//! same things again in their own words. The kernel crates keep guards of their own so that
+//! a wrong call cannot read or write out of bounds; a checked graph never trips them.
 
 use std::ops::Range;
 
 use lacuna_quant::GgmlType;
 
-use crate::{Result, RopeStyle};
+use crate::{Config, Result, RopeStyle};
 
 /// The shape of one multi-head attention call.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -96,6 +107,15 @@ pub trait Backend {
     /// A short name for logs and benchmark files.
     fn name(&self) -> String;
 
+    /// Checks, once at load and before any weight is prepared, that this backend runs every
+    /// operation of a model with these hyperparameters, so that no pass fails on a shape
+    /// the device cannot take ([`crate::Error::UnsupportedShape`]). `config` is valid (as
+    /// [`Config::from_metadata`] returns it). The default accepts every valid config.
+    fn check_config(&self, config: &Config) -> Result<()> {
+        let _ = config;
+        Ok(())
+    }
+
     /// Prepares `n` rows of `k` elements of type `ty` (ggml row-major bytes), once at load.
     fn prepare_weight(
         &self,
@@ -160,8 +180,8 @@ pub trait Backend {
     /// A prepared vector's values, on the host.
     fn vector_to_host(&mut self, v: &Self::Vector) -> Result<Vec<f32>>;
 
-    /// The embedding rows of `tokens` (ids checked against the table) into `out`
-    /// (`tokens.len() x width`); `bytes` are the table's file bytes.
+    /// The embedding rows of `tokens` into `out` (`tokens.len() x width`); `bytes` are the
+    /// table's file bytes. The ids are below the table's rows (the graph checked them).
     fn embed(
         &mut self,
         table: &Self::Table,
@@ -198,7 +218,8 @@ pub trait Backend {
     ) -> Result<()>;
 
     /// Rotates, in place, the first `params.n_rot` elements of each `head_dim`-wide head of
-    /// each of the `t` rows of `x`; row `i` is at position `pos0 + i`.
+    /// each of the `t` rows of `x`; row `i` is at position `pos0 + i`. `params` are valid
+    /// for `head_dim` (checked with the [`Config`]).
     fn rope(
         &mut self,
         x: Self::ViewMut<'_>,

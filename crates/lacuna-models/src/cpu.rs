@@ -1,14 +1,14 @@
-//! The CPU backend: `lacuna-cpu`'s kernels (GEMM over weights repacked once at load,
-//! flash-style attention, RMSNorm, SwiGLU, softmax), the row-wise ones split over rayon
-//! tasks here, and RoPE written here (rayon-parallel over positions, with `freq_scale`,
-//! which `lacuna-cpu`'s single-threaded `rope_*` lacks; same arithmetic as ggml's rope
-//! cache).
+//! The CPU backend: a thin adapter over `lacuna-cpu`'s kernels (GEMM over weights
+//! repacked once at load, attention over chosen rows with block-causal masks, RMSNorm,
+//! RoPE, SwiGLU, row gathers, scatters and sums), which split their work over rayon tasks
+//! themselves; embedding rows are dequantized from the file by `lacuna-quant`. Shapes are
+//! the graph's to check (once, see [`crate::backend`]); the kernels' own guards only keep a
+//! wrong call from reading out of bounds.
 
 use std::ops::Range;
 
-use lacuna_cpu::{PackedWeight, Workspace};
+use lacuna_cpu::{Mask, PackedWeight, RopeMode, Workspace};
 use lacuna_quant::GgmlType;
-use rayon::prelude::*;
 
 use crate::backend::{AttnShape, Backend, RopeParams, WeightPlan};
 use crate::{Error, Result, RopeStyle};
@@ -52,10 +52,6 @@ pub struct CpuBackend {
     /// `Auto` resolved for the file being loaded: whether dense weights go compact.
     compact_dense: bool,
     ws: Workspace,
-    /// The query rows asked for, when not all.
-    q_rows: Vec<f32>,
-    /// Keys visible to each computed query row (block-causal attention).
-    visible: Vec<usize>,
 }
 
 impl CpuBackend {
@@ -236,21 +232,21 @@ impl Backend for CpuBackend {
     ) -> Result<()> {
         let d = table.width;
         for (xr, &tok) in out.chunks_exact_mut(d).zip(tokens) {
-            if tok as usize >= table.rows {
-                return Err(Error::TokenOutOfRange {
-                    token: tok,
-                    position: 0,
-                    vocab: table.rows,
-                });
-            }
+            // The graph checked the ids against the vocabulary (the table's rows); this
+            // only keeps a wrong call from reading past the table.
             let at = tok as usize * table.row_bytes;
+            let row = bytes
+                .get(at..at + table.row_bytes)
+                .filter(|_| (tok as usize) < table.rows)
+                .ok_or(Error::Cpu(lacuna_cpu::Error::BadShape {
+                    what: "embedding rows",
+                    detail: "a token id is outside the table",
+                }))?;
             // ggml get_rows: dequantized to f32 by lacuna-quant, bit-exact.
-            lacuna_quant::dequantize_row(table.ty, &bytes[at..at + table.row_bytes], xr).map_err(
-                |source| Error::Decode {
-                    name: format!("token_embd.weight (row {tok})"),
-                    source,
-                },
-            )?;
+            lacuna_quant::dequantize_row(table.ty, row, xr).map_err(|source| Error::Decode {
+                name: format!("token_embd.weight (row {tok})"),
+                source,
+            })?;
         }
         Ok(())
     }
@@ -270,11 +266,7 @@ impl Backend for CpuBackend {
     }
 
     fn rms_norm(&mut self, x: &[f32], weight: &Vec<f32>, eps: f32, out: &mut [f32]) -> Result<()> {
-        let chunk = weight.len() * ROWS_PER_TASK;
-        out.par_chunks_mut(chunk)
-            .zip(x.par_chunks(chunk))
-            .try_for_each(|(o, x)| lacuna_cpu::rms_norm(x, weight, eps, o))?;
-        Ok(())
+        Ok(lacuna_cpu::rms_norm(x, weight, eps, out)?)
     }
 
     fn rope(
@@ -285,14 +277,17 @@ impl Backend for CpuBackend {
         head_dim: usize,
         params: RopeParams,
     ) -> Result<()> {
-        if params.n_rot == 0 || params.n_rot % 2 != 0 || params.n_rot > head_dim {
-            return Err(Error::Cpu(lacuna_cpu::Error::BadShape {
-                what: "rope",
-                detail: "need n_rot even, positive and at most head_dim",
-            }));
-        }
-        rope(x, t, pos0, head_dim, params);
-        Ok(())
+        let mode = match params.style {
+            RopeStyle::Normal => RopeMode::Normal,
+            RopeStyle::Neox => RopeMode::Neox,
+        };
+        let params = lacuna_cpu::RopeParams {
+            mode,
+            n_rot: params.n_rot,
+            freq_base: params.freq_base,
+            freq_scale: params.freq_scale,
+        };
+        Ok(lacuna_cpu::rope(x, t, pos0, head_dim, params)?)
     }
 
     fn attention(
@@ -312,70 +307,32 @@ impl Backend for CpuBackend {
             head_dim: shape.head_dim,
             scale: shape.scale,
         };
-        // Keys visible to each computed query row (block-causal attention).
-        let vis = &mut self.visible;
-        vis.clear();
-        if shape.block.is_some() {
-            match rows {
-                None => vis.extend((0..s.queries).map(|i| shape.visible(shape.pos0 + i))),
-                Some(rows) => vis.extend(rows.iter().map(|&r| shape.visible(shape.pos0 + r))),
-            }
-        }
-        let vis = shape.block.is_some().then_some(&vis[..]);
-        let Some(rows) = rows else {
-            return Ok(lacuna_cpu::attention_masked(
-                q,
-                k,
-                v,
-                s,
-                vis,
-                out,
-                &mut self.ws,
-            )?);
-        };
-        // Only the requested query rows: each row's arithmetic is independent of the others
-        // in `lacuna_cpu::attention`, so these are the bits a full pass would give.
-        let width = s.n_head * s.head_dim;
-        let qr = &mut self.q_rows;
-        qr.clear();
-        for &r in rows {
-            qr.extend_from_slice(&q[r * width..(r + 1) * width]);
-        }
-        let s = lacuna_cpu::AttnShape {
-            queries: rows.len(),
-            ..s
-        };
-        Ok(lacuna_cpu::attention_masked(
-            qr,
+        let mask = shape.block.map_or(Mask::All, |block| Mask::BlockCausal {
+            block,
+            pos0: shape.pos0,
+        });
+        Ok(lacuna_cpu::attention_rows(
+            q,
             k,
             v,
             s,
-            vis,
+            mask,
+            rows,
             out,
             &mut self.ws,
         )?)
     }
 
     fn swiglu(&mut self, gate: &[f32], up: &[f32], out: &mut [f32]) -> Result<()> {
-        const CHUNK: usize = 1 << 14;
-        out.par_chunks_mut(CHUNK)
-            .zip(gate.par_chunks(CHUNK).zip(up.par_chunks(CHUNK)))
-            .try_for_each(|(o, (g, u))| lacuna_cpu::swiglu(g, u, o))?;
-        Ok(())
+        Ok(lacuna_cpu::swiglu(gate, up, out)?)
     }
 
     fn add(&mut self, x: &mut [f32], y: &[f32]) -> Result<()> {
-        for (a, &b) in x.iter_mut().zip(y) {
-            *a += b;
-        }
-        Ok(())
+        Ok(lacuna_cpu::add(x, y)?)
     }
 
     fn add_bias(&mut self, x: &mut [f32], bias: &Vec<f32>) -> Result<()> {
-        for row in x.chunks_exact_mut(bias.len()) {
-            self.add(row, bias)?;
-        }
-        Ok(())
+        Ok(lacuna_cpu::add_bias(x, bias)?)
     }
 
     fn copy_rows(
@@ -387,11 +344,9 @@ impl Backend for CpuBackend {
         dst: &mut [f32],
         cols: usize,
     ) -> Result<()> {
-        for (r, out) in dst.chunks_exact_mut(cols).enumerate() {
-            let from = rows.map_or(r, |rows| rows[r]) * src_width + col0;
-            out.copy_from_slice(&src[from..from + cols]);
-        }
-        Ok(())
+        Ok(lacuna_cpu::copy_rows(
+            src, src_width, col0, rows, dst, cols,
+        )?)
     }
 
     fn scatter_scaled(
@@ -402,22 +357,11 @@ impl Backend for CpuBackend {
         dst: &mut [f32],
         width: usize,
     ) -> Result<()> {
-        for ((row, &to), &w) in src.chunks_exact(width).zip(to).zip(scale) {
-            for (o, &v) in dst[to * width..][..width].iter_mut().zip(row) {
-                *o = v * w;
-            }
-        }
-        Ok(())
+        Ok(lacuna_cpu::scatter_scaled(src, to, scale, dst, width)?)
     }
 
     fn sum_slots(&mut self, slots: &[f32], k: usize, width: usize, out: &mut [f32]) -> Result<()> {
-        for (ti, o) in out.chunks_exact_mut(width).enumerate() {
-            o.copy_from_slice(&slots[ti * k * width..][..width]);
-            for slot in 1..k {
-                self.add(o, &slots[(ti * k + slot) * width..][..width])?;
-            }
-        }
-        Ok(())
+        Ok(lacuna_cpu::sum_slots(slots, k, width, out)?)
     }
 }
 
@@ -427,45 +371,4 @@ fn mem_available() -> Option<u64> {
     let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib * 1024)
-}
-
-/// Rows per rayon task of the row-wise operations.
-const ROWS_PER_TASK: usize = 8;
-
-/// ggml's `rope_ext` (no YaRN): row `p` of the `t` rows is at position `pos0 + p`;
-/// `theta_i = p * freq_scale * base^(-2i/d)`, the powers built by repeated multiplication
-/// as ggml's rope cache does.
-pub(crate) fn rope(x: &mut [f32], t: usize, pos0: usize, head_dim: usize, params: RopeParams) {
-    if t == 0 {
-        return;
-    }
-    let width = x.len() / t;
-    // ggml rotates the first n_rot elements (theta from n_rot, NeoX pairs i and
-    // i + n_rot/2) and copies the rest of each head unchanged.
-    let half = params.n_rot / 2;
-    let theta_scale = params.freq_base.powf(-2.0 / params.n_rot as f32);
-    x.par_chunks_mut(width).enumerate().for_each_init(
-        || vec![0.0f32; params.n_rot],
-        |cache, (p, row)| {
-            let mut theta = (pos0 + p) as f32;
-            for i in 0..half {
-                let th = theta * params.freq_scale;
-                cache[2 * i] = th.cos();
-                cache[2 * i + 1] = th.sin();
-                theta *= theta_scale;
-            }
-            for head in row.chunks_exact_mut(head_dim) {
-                for i in 0..half {
-                    let (c, s) = (cache[2 * i], cache[2 * i + 1]);
-                    let (a, b) = match params.style {
-                        RopeStyle::Normal => (2 * i, 2 * i + 1),
-                        RopeStyle::Neox => (i, i + half),
-                    };
-                    let (x0, x1) = (head[a], head[b]);
-                    head[a] = x0 * c - x1 * s;
-                    head[b] = x0 * s + x1 * c;
-                }
-            }
-        },
-    );
 }

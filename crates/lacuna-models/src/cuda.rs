@@ -13,7 +13,7 @@ use lacuna_cuda::{AttnArgs, DevBuf, DevView, DevWeight, Gpu};
 use lacuna_quant::GgmlType;
 
 use crate::backend::{AttnShape, Backend, RopeParams, WeightPlan};
-use crate::{Error, Result, RopeStyle};
+use crate::{Config, Error, Result, RopeStyle};
 
 /// Runs a graph on one NVIDIA GPU (compute capability 8.0 or newer).
 #[derive(Debug)]
@@ -62,6 +62,18 @@ impl Backend for CudaBackend {
     fn name(&self) -> String {
         let (major, minor) = self.gpu.info().cc;
         format!("cuda-sm{major}{minor}")
+    }
+
+    fn check_config(&self, config: &Config) -> Result<()> {
+        if !AttnArgs::supports_head_dim(config.head_dim) {
+            return Err(Error::UnsupportedShape {
+                backend: self.name(),
+                what: "head width",
+                value: config.head_dim,
+                supported: AttnArgs::HEAD_DIMS,
+            });
+        }
+        Ok(())
     }
 
     fn prepare_weight(&self, ty: GgmlType, n: usize, k: usize, bytes: &[u8]) -> Result<DevWeight> {
@@ -138,17 +150,6 @@ impl Backend for CudaBackend {
         tokens: &[u32],
         out: DevView<'_>,
     ) -> Result<()> {
-        if let Some((position, &token)) = tokens
-            .iter()
-            .enumerate()
-            .find(|(_, t)| **t as usize >= table.n)
-        {
-            return Err(Error::TokenOutOfRange {
-                token,
-                position,
-                vocab: table.n,
-            });
-        }
         Ok(self.gpu.get_rows(table, tokens, out)?)
     }
 
@@ -189,12 +190,6 @@ impl Backend for CudaBackend {
         head_dim: usize,
         params: RopeParams,
     ) -> Result<()> {
-        if params.n_rot == 0 || params.n_rot % 2 != 0 || params.n_rot > head_dim {
-            return Err(lacuna_cuda::Error::Shape(
-                "rope: n_rot even, positive, at most head_dim".into(),
-            )
-            .into());
-        }
         let theta_scale = params.freq_base.powf(-2.0 / params.n_rot as f32);
         let neox = params.style == RopeStyle::Neox;
         Ok(self.gpu.rope(

@@ -62,7 +62,11 @@ impl std::str::FromStr for WeightLayout {
             "weight layout",
             s,
             WeightLayout::NAMES,
-            &[WeightLayout::Auto, WeightLayout::Compact, WeightLayout::Fast],
+            &[
+                WeightLayout::Auto,
+                WeightLayout::Compact,
+                WeightLayout::Fast,
+            ],
         )
     }
 }

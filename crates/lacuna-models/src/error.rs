@@ -119,6 +119,18 @@ pub enum Error {
         /// Values given.
         found: usize,
     },
+    /// The backend cannot run a model of this shape (found once, at load).
+    #[error("the {backend} backend cannot run this model: its {what} is {value} ({supported})")]
+    UnsupportedShape {
+        /// The backend's name ([`crate::Backend::name`]).
+        backend: String,
+        /// The hyperparameter, e.g. `head width`.
+        what: &'static str,
+        /// Its value.
+        value: usize,
+        /// What the backend takes, for the message.
+        supported: &'static str,
+    },
     /// A CPU kernel rejected its arguments.
     #[error("CPU kernel: {0}")]
     Cpu(#[from] lacuna_cpu::Error),

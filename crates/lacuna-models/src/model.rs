@@ -63,6 +63,7 @@ impl<B: Backend> Model<B> {
     /// weights on `backend` (the token embedding stays in the file and is read by row).
     pub fn load(file: GgufFile, mut backend: B) -> Result<Self> {
         let config = Config::from_metadata(file.metadata())?;
+        backend.check_config(&config)?;
         let mut plan = WeightPlan::default();
         // Matrices the backend prepares: 2-D and 3-D tensors but the token embedding, which
         // stays in the file unless it is also the LM head (vectors are norms and biases).

@@ -24,7 +24,13 @@ impl Cached {
         self.model.mask_token_id()
     }
 
-    fn forward_pass(&mut self, t: &[u32], pass: &Pass, rows: &[usize], out: &mut [f32]) -> Result<()> {
+    fn forward_pass(
+        &mut self,
+        t: &[u32],
+        pass: &Pass,
+        rows: &[usize],
+        out: &mut [f32],
+    ) -> Result<()> {
         let spec = PassSpec::new(pass);
         self.model.forward_pass(&mut self.cache, spec, t, rows, out)
     }

@@ -1,5 +1,5 @@
 use super::*;
-use crate::gemm::tests::Rng;
+use crate::testing::Rng;
 use lacuna_quant::GgmlType;
 
 fn row(rng: &mut Rng, k: usize, scale: f32) -> Vec<f32> {

@@ -1,5 +1,5 @@
 use super::*;
-use crate::gemm::tests::{Rng, weights};
+use crate::testing::{Rng, weights};
 use lacuna_quant::GgmlType;
 
 /// Weight `i` of a decoded block, in ggml's dequantize operation order.

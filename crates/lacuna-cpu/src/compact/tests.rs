@@ -1,7 +1,7 @@
 use proptest::prelude::*;
 
 use crate::blocks::QuantKind;
-use crate::gemm::tests::{Rng, weights};
+use crate::testing::{Rng, weights};
 use crate::{PackedWeight, Path, Workspace, matmul_on};
 
 fn acts(t: usize, k: usize, rng: &mut Rng, scale: f32) -> Vec<f32> {

@@ -14,7 +14,7 @@ use std::arch::asm;
 
 use crate::acts::Acts;
 use crate::blocks::QuantKind;
-use crate::gemm::Out;
+use crate::out::Out;
 use crate::packed::{FloatPacked, PANEL, QuantPacked};
 
 /// Tokens per float tile (16 accumulators of the 32 vector registers).

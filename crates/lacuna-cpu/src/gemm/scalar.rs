@@ -2,7 +2,7 @@
 //! documented in [`crate::gemm`]. Also the reference the SIMD paths are tested against.
 
 use crate::acts::Acts;
-use crate::gemm::Out;
+use crate::out::Out;
 use crate::packed::{FloatPacked, PANEL, QuantPacked};
 
 /// Scalar quantized GEMM over panels `p0..p0 + np`.

@@ -11,9 +11,10 @@
 //! Every query row's arithmetic depends only on that row, so computing a subset of the rows
 //! (the sampler's masked positions) gives the same bits as computing all of them.
 //!
-//! [`attention_masked`] limits each query row to a prefix of the keys (causal and
-//! block-causal attention): the softmax runs over the visible keys only, which is what
-//! ggml's masked softmax computes (an `-inf` score adds an exact 0 to its sum).
+//! [`attention_rows`] computes chosen query rows only, and with a [`Mask`] limits each row
+//! to a prefix of the keys (causal and block-causal attention): the softmax runs over the
+//! visible keys only, which is what ggml's masked softmax computes (an `-inf` score adds an
+//! exact 0 to its sum).
 
 use rayon::prelude::*;
 
@@ -46,6 +47,104 @@ pub struct AttnShape {
     pub scale: f32,
 }
 
+/// Which keys each query row of [`attention_rows`] attends to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mask {
+    /// Every key (bidirectional attention).
+    #[default]
+    All,
+    /// Block-causal attention: query row `i` is at position `pos0 + i` and sees the keys
+    /// before `(position / block + 1) * block` (all of them past the last key); a block of
+    /// 1 is causal attention.
+    BlockCausal {
+        /// The block length (at least 1).
+        block: usize,
+        /// The position of query row 0.
+        pos0: usize,
+    },
+}
+
+impl Mask {
+    /// Keys visible to query row `row` of a call over `keys` keys (`None` for
+    /// [`Mask::All`]; `block` must be positive).
+    fn visible(self, row: usize, keys: usize) -> Option<usize> {
+        match self {
+            Mask::All => None,
+            Mask::BlockCausal { block, pos0 } => {
+                Some(((pos0 + row) / block + 1).saturating_mul(block).min(keys))
+            }
+        }
+    }
+}
+
+/// [`attention`] for the query rows `rows` of `q` only (all of them, in order, when
+/// `None`), each over the keys `mask` lets it see: `q` is `[s.queries][n_head][head_dim]`,
+/// `out` is `[rows.len()][n_head][head_dim]` (`[s.queries][..]` when `rows` is `None`).
+/// Every row's arithmetic depends on that row alone, so the bits are those of the same rows
+/// of a call over all of them. `ws` also keeps the gathered rows between calls.
+#[allow(clippy::too_many_arguments)]
+pub fn attention_rows(
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    s: AttnShape,
+    mask: Mask,
+    rows: Option<&[usize]>,
+    out: &mut [f32],
+    ws: &mut Workspace,
+) -> Result<(), Error> {
+    if let Mask::BlockCausal { block: 0, .. } = mask {
+        return Err(Error::BadShape {
+            what: "attention mask",
+            detail: "the block length must be at least 1",
+        });
+    }
+    let width = s.n_head.checked_mul(s.head_dim).ok_or(Error::BadShape {
+        what: "attention",
+        detail: "heads x head_dim overflows",
+    })?;
+    let Some(rows) = rows else {
+        let mut vis = std::mem::take(&mut ws.attn.visible);
+        vis.clear();
+        vis.extend((0..s.queries).filter_map(|i| mask.visible(i, s.keys)));
+        let vis_arg = (mask != Mask::All).then_some(&vis[..]);
+        let r = attention_masked(q, k, v, s, vis_arg, out, ws);
+        ws.attn.visible = vis;
+        return r;
+    };
+    if s.queries.checked_mul(width) != Some(q.len()) {
+        return Err(Error::BadLength {
+            what: "attention q",
+            expected: s.queries.saturating_mul(width),
+            found: q.len(),
+        });
+    }
+    if rows.iter().any(|&r| r >= s.queries) {
+        return Err(Error::BadShape {
+            what: "attention rows",
+            detail: "a requested row is not a query row",
+        });
+    }
+    let (mut qr, mut vis) = (
+        std::mem::take(&mut ws.attn.q_rows),
+        std::mem::take(&mut ws.attn.visible),
+    );
+    qr.clear();
+    vis.clear();
+    for &r in rows {
+        qr.extend_from_slice(&q[r * width..(r + 1) * width]);
+    }
+    vis.extend(rows.iter().filter_map(|&r| mask.visible(r, s.keys)));
+    let vis_arg = (mask != Mask::All).then_some(&vis[..]);
+    let sub = AttnShape {
+        queries: rows.len(),
+        ..s
+    };
+    let r = attention_masked(&qr, k, v, sub, vis_arg, out, ws);
+    (ws.attn.q_rows, ws.attn.visible) = (qr, vis);
+    r
+}
+
 /// `out = softmax(scale * Q K^T) V` per head, every query attending to every key.
 ///
 /// `q` and `out` are `[queries][n_head][head_dim]`, `k` and `v` are
@@ -66,7 +165,7 @@ pub fn attention(
 /// [`attention`] where query row `i` attends only to keys `0..visible[i]` (all keys when
 /// `visible` is `None`): causal attention is `visible[i] = position + 1`, block-causal
 /// attention the end of the row's block. Each `visible[i]` must be in `1..=keys`.
-pub fn attention_masked(
+pub(crate) fn attention_masked(
     q: &[f32],
     k: &[f32],
     v: &[f32],
@@ -135,7 +234,7 @@ pub fn attention_masked(
     };
     let kvrow = nkv * hd;
     let nblk = s.keys.div_ceil(KB);
-    let AttnBuffers { packs, heads } = &mut ws.attn;
+    let AttnBuffers { packs, heads, .. } = &mut ws.attn;
     // [kv head][key block]: K_b (keys x head_dim) and V_b^T (head_dim x keys).
     if packs.len() < nkv * nblk {
         packs.resize_with(nkv * nblk, || (FloatPacked::empty(), FloatPacked::empty()));
@@ -180,13 +279,17 @@ pub fn attention_masked(
     Ok(())
 }
 
-/// Buffers [`attention`] keeps in a [`Workspace`] between calls.
+/// Buffers [`attention`] and [`attention_rows`] keep in a [`Workspace`] between calls.
 #[derive(Debug, Default)]
 pub(crate) struct AttnBuffers {
     /// `[kv head][key block]`: packed `K_b` and `V_b^T`.
     packs: Vec<(FloatPacked, FloatPacked)>,
     /// `[n_head][queries][head_dim]` outputs.
     heads: Vec<f32>,
+    /// The query rows [`attention_rows`] was asked for, gathered.
+    q_rows: Vec<f32>,
+    /// Keys visible to each computed query row.
+    visible: Vec<usize>,
 }
 
 /// Per-thread buffers of [`tile`].

@@ -1,12 +1,20 @@
-//! RMSNorm and SwiGLU.
+//! RMSNorm and SwiGLU, split into parallel tasks (rows, or runs of elements) whose
+//! arithmetic does not depend on the split.
+
+use rayon::prelude::*;
 
 use crate::Error;
 use crate::ops::exp::exp;
 use crate::ops::{LANES, multiversion};
 
+/// Rows of [`rms_norm`] per parallel task.
+const ROWS_PER_TASK: usize = 8;
+/// Elements of [`swiglu`] per parallel task.
+const SWIGLU_CHUNK: usize = 1 << 14;
+
 /// RMSNorm of each row of `x` (rows of `w.len()`), times `w`, into `out`, in ggml's
 /// order: sum of squares in f64, `scale = 1 / sqrt(mean + eps)` in f32,
-/// `out = (x * scale) * w`.
+/// `out = (x * scale) * w`. Groups of rows run as parallel tasks.
 pub fn rms_norm(x: &[f32], w: &[f32], eps: f32, out: &mut [f32]) -> Result<(), Error> {
     let dim = w.len();
     if dim == 0 || !x.len().is_multiple_of(dim) {
@@ -23,7 +31,10 @@ pub fn rms_norm(x: &[f32], w: &[f32], eps: f32, out: &mut [f32]) -> Result<(), E
             found: out.len(),
         });
     }
-    rms_norm_rows(x, w, eps, out);
+    let chunk = dim * ROWS_PER_TASK;
+    out.par_chunks_mut(chunk)
+        .zip(x.par_chunks(chunk))
+        .for_each(|(o, x)| rms_norm_rows(x, w, eps, o));
     Ok(())
 }
 
@@ -51,7 +62,8 @@ multiversion! {
     }
 }
 
-/// `out = silu(gate) * up`, `silu(g) = g / (1 + e^-g)` (ggml's `swiglu`).
+/// `out = silu(gate) * up`, `silu(g) = g / (1 + e^-g)` (ggml's `swiglu`), in parallel
+/// runs of elements.
 pub fn swiglu(gate: &[f32], up: &[f32], out: &mut [f32]) -> Result<(), Error> {
     for (what, len) in [("swiglu up", up.len()), ("swiglu out", out.len())] {
         if len != gate.len() {
@@ -62,7 +74,12 @@ pub fn swiglu(gate: &[f32], up: &[f32], out: &mut [f32]) -> Result<(), Error> {
             });
         }
     }
-    swiglu_body(gate, up, out);
+    out.par_chunks_mut(SWIGLU_CHUNK)
+        .zip(
+            gate.par_chunks(SWIGLU_CHUNK)
+                .zip(up.par_chunks(SWIGLU_CHUNK)),
+        )
+        .for_each(|(o, (g, u))| swiglu_body(g, u, o));
     Ok(())
 }
 

@@ -50,8 +50,9 @@ multiversion! {
     }
 }
 
-/// Softmax of `x` in place: `e^(x - max) / sum`, the sum in f64. An empty row is left as is.
-pub fn softmax(x: &mut [f32]) {
+/// Softmax of `x` in place: `e^(x - max) / sum`, the sum in f64 (attention's
+/// single-block path). An empty row is left as is.
+pub(crate) fn softmax(x: &mut [f32]) {
     if !x.is_empty() {
         softmax_body(x);
     }

@@ -1,6 +1,7 @@
 use super::*;
 use crate::Error;
-use crate::gemm::tests::Rng;
+use crate::ops::attention::attention_masked;
+use crate::testing::Rng;
 use proptest::prelude::*;
 use std::cell::Cell;
 
@@ -71,6 +72,12 @@ fn every_level_gives_the_same_bits() {
         softmax(&mut sm);
         let mut lsm = x.clone();
         log_softmax(&mut lsm);
+        let mut sums = vec![0.0; 100];
+        let mut scattered = x.clone();
+        scatter_scaled(&x[..200], &[2, 0], &[0.5, -3.0], &mut scattered, 100).unwrap();
+        sum_slots(&scattered, 3, 100, &mut sums).unwrap();
+        add(&mut sums, &w).unwrap();
+        add_bias(&mut scattered, &w).unwrap();
         [
             bits(&att),
             bits(&masked),
@@ -78,6 +85,8 @@ fn every_level_gives_the_same_bits() {
             bits(&sw),
             bits(&sm),
             bits(&lsm),
+            bits(&sums),
+            bits(&scattered),
         ]
     };
     let want = on_level(crate::Path::Scalar, run);
@@ -228,50 +237,6 @@ fn swiglu_matches_formula() {
     }
     assert!(matches!(
         swiglu(&g, &u[..5], &mut out),
-        Err(Error::BadLength { .. })
-    ));
-}
-
-#[test]
-fn rope_rotates_like_ggml() {
-    // Two tokens, two heads of 8 dims, 6 rotated.
-    let (hd, n_rot, base) = (8usize, 6usize, 10000.0f32);
-    let x: Vec<f32> = (0..2 * 2 * hd).map(|i| i as f32 * 0.25 - 3.0).collect();
-    let pos = [3i32, 17];
-    for neox in [false, true] {
-        let mut y = x.clone();
-        if neox {
-            rope_neox(&mut y, &pos, hd, n_rot, base).unwrap();
-        } else {
-            rope_normal(&mut y, &pos, hd, n_rot, base).unwrap();
-        }
-        for (ti, &p) in pos.iter().enumerate() {
-            for h in 0..2 {
-                let o = (ti * 2 + h) * hd;
-                for i in 0..n_rot / 2 {
-                    let theta = f64::from(p) * f64::from(base).powf(-2.0 * i as f64 / n_rot as f64);
-                    let (a, b) = if neox {
-                        (i, i + n_rot / 2)
-                    } else {
-                        (2 * i, 2 * i + 1)
-                    };
-                    let (x0, x1) = (f64::from(x[o + a]), f64::from(x[o + b]));
-                    let want0 = x0 * theta.cos() - x1 * theta.sin();
-                    let want1 = x0 * theta.sin() + x1 * theta.cos();
-                    assert!((f64::from(y[o + a]) - want0).abs() < 1e-4, "neox={neox}");
-                    assert!((f64::from(y[o + b]) - want1).abs() < 1e-4, "neox={neox}");
-                }
-                assert_eq!(y[o + n_rot..o + hd], x[o + n_rot..o + hd]);
-            }
-        }
-    }
-    let mut y = x.clone();
-    assert!(matches!(
-        rope_normal(&mut y, &pos, hd, 7, base),
-        Err(Error::BadShape { .. })
-    ));
-    assert!(matches!(
-        rope_normal(&mut y[..5], &pos, hd, 6, base),
         Err(Error::BadLength { .. })
     ));
 }
@@ -447,4 +412,108 @@ fn attention_rows_are_independent() {
             );
         }
     }
+}
+
+/// One query row against the first `seen` keys, in f64: `[n_head][head_dim]`.
+#[allow(clippy::too_many_arguments)]
+fn naive_row(
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    seen: usize,
+    nh: usize,
+    nkv: usize,
+    hd: usize,
+    scale: f32,
+) -> Vec<f64> {
+    let mut out = vec![0.0f64; nh * hd];
+    for h in 0..nh {
+        let kvh = h / (nh / nkv);
+        let s: Vec<f64> = (0..seen)
+            .map(|j| {
+                (0..hd)
+                    .map(|d| f64::from(q[h * hd + d]) * f64::from(k[(j * nkv + kvh) * hd + d]))
+                    .sum::<f64>()
+                    * f64::from(scale)
+            })
+            .collect();
+        let m = s.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        let z: f64 = s.iter().map(|x| (x - m).exp()).sum();
+        for d in 0..hd {
+            out[h * hd + d] = (0..seen)
+                .map(|j| (s[j] - m).exp() / z * f64::from(v[(j * nkv + kvh) * hd + d]))
+                .sum();
+        }
+    }
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// Chosen query rows of a window of a longer canvas (cached keys before and after it),
+    /// bidirectional or block-causal: each row against the f64 reference, and bit for bit
+    /// the same row of the call over every query row.
+    #[test]
+    fn attention_rows_match_naive_and_the_full_call(
+        (t, before, after, nkv, group, hd, seed) in
+            (1usize..60, 0usize..40, 0usize..40, 1usize..3, 1usize..3, 1usize..40, any::<u64>()),
+        block in prop_oneof![Just(None), (1usize..40).prop_map(Some)],
+        picks in proptest::collection::vec(any::<prop::sample::Index>(), 0..8),
+    ) {
+        let mut rng = Rng(seed | 1);
+        let (nh, keys, pos0) = (nkv * group, before + t + after, before);
+        let q = vec(&mut rng, t * nh * hd, 2.0);
+        let k = vec(&mut rng, keys * nkv * hd, 2.0);
+        let v = vec(&mut rng, keys * nkv * hd, 3.0);
+        let s = AttnShape { keys, ..shape(t, nh, nkv, hd, 1.0 / (hd as f32).sqrt()) };
+        let mask = block.map_or(Mask::All, |block| Mask::BlockCausal { block, pos0 });
+        let rows: Vec<usize> = picks.iter().map(|i| i.index(t)).collect();
+        let mut ws = crate::Workspace::new();
+        let w = nh * hd;
+        let mut all = vec![f32::NAN; t * w];
+        attention_rows(&q, &k, &v, s, mask, None, &mut all, &mut ws).unwrap();
+        let mut some = vec![f32::NAN; rows.len() * w];
+        attention_rows(&q, &k, &v, s, mask, Some(&rows), &mut some, &mut ws).unwrap();
+        for (i, &r) in rows.iter().enumerate() {
+            prop_assert_eq!(bits(&some[i * w..][..w]), bits(&all[r * w..][..w]), "row {}", r);
+        }
+        for r in 0..t {
+            let seen = block.map_or(keys, |b| ((pos0 + r) / b + 1) * b).min(keys);
+            let want = naive_row(&q[r * w..][..w], &k, &v, seen, nh, nkv, hd, s.scale);
+            for (g, x) in all[r * w..][..w].iter().zip(&want) {
+                prop_assert!((f64::from(*g) - x).abs() <= 2e-5 * (1.0 + x.abs()), "row {r}: {g} vs {x}");
+            }
+        }
+    }
+}
+
+/// Bad rows, a zero block and a short `q` are errors, and leave the workspace usable.
+#[test]
+fn attention_rows_rejects_bad_arguments() {
+    let (t, nh, hd) = (4, 2, 8);
+    let z = vec![0.5f32; t * nh * hd];
+    let s = shape(t, nh, nh, hd, 1.0);
+    let mut out = vec![0.0; nh * hd];
+    let mut ws = crate::Workspace::new();
+    let zero = Mask::BlockCausal { block: 0, pos0: 0 };
+    assert!(matches!(
+        attention_rows(&z, &z, &z, s, zero, Some(&[1]), &mut out, &mut ws),
+        Err(Error::BadShape { .. })
+    ));
+    assert!(matches!(
+        attention_rows(&z, &z, &z, s, Mask::All, Some(&[4]), &mut out, &mut ws),
+        Err(Error::BadShape { .. })
+    ));
+    assert!(matches!(
+        attention_rows(&z[1..], &z, &z, s, Mask::All, Some(&[0]), &mut out, &mut ws),
+        Err(Error::BadLength { .. })
+    ));
+    assert!(matches!(
+        attention_rows(&z, &z, &z, s, Mask::All, Some(&[0, 1]), &mut out, &mut ws),
+        Err(Error::BadLength { .. })
+    ));
+    let causal = Mask::BlockCausal { block: 1, pos0: 0 };
+    attention_rows(&z, &z, &z, s, causal, Some(&[3]), &mut out, &mut ws).unwrap();
+    assert!(out.iter().all(|&x| (x - 0.5).abs() < 1e-6), "{out:?}");
 }

@@ -189,7 +189,13 @@ impl<B: Backend> Graph<'_, B> {
             freq_base: cfg.rope_freq_base,
             freq_scale: cfg.rope_freq_scale,
         };
-        be.rope(B::view_mut(&mut s.q, 0..t * qd), t, pos0, cfg.head_dim, rope)?;
+        be.rope(
+            B::view_mut(&mut s.q, 0..t * qd),
+            t,
+            pos0,
+            cfg.head_dim,
+            rope,
+        )?;
         be.rope(B::view_mut(kbuf, kv.clone()), t, pos0, cfg.head_dim, rope)?;
         tm.mark(be, Part::Other)?;
 
@@ -231,7 +237,14 @@ impl<B: Backend> Graph<'_, B> {
         }
         let n = out_t * d;
         let attn = B::view(&s.attn, 0..out_t * qd);
-        linear(be, tm, &layer.o, attn, out_t, B::view_mut(&mut s.proj, 0..n))?;
+        linear(
+            be,
+            tm,
+            &layer.o,
+            attn,
+            out_t,
+            B::view_mut(&mut s.proj, 0..n),
+        )?;
         be.add(B::view_mut(&mut s.x, 0..n), B::view(&s.proj, 0..n))?;
         tm.mark(be, Part::Other)?;
         Ok(out_t)

@@ -1,9 +1,7 @@
-//! Routing helpers of the MoE block and RoPE pairing.
+//! Routing helpers of the MoE block. (RoPE's pairing is tested with the kernel, in
+//! lacuna-cpu.)
 
 use super::moe::{route, softmax_row, top_k};
-use crate::RopeStyle;
-use crate::backend::RopeParams;
-use crate::cpu::rope;
 use crate::{Gating, MoeConfig};
 
 #[test]
@@ -15,79 +13,6 @@ fn softmax_sums_to_one_and_keeps_order() {
     let mut idx = [0usize; 3];
     top_k(&x, 3, &mut idx);
     assert_eq!(idx, [1, 3, 0], "largest first, ties by lower index");
-}
-
-#[test]
-fn rope_rotates_the_pairs_of_each_style() {
-    let params = |style| RopeParams {
-        style,
-        n_rot: 4,
-        freq_base: 10_000.0,
-        freq_scale: 1.0,
-    };
-    // Two positions, one head of 4: position 0 is the identity; at position 1 the first
-    // pair turns by 1 radian and the second by 1/100 (theta_scale = 10000^(-2/4)).
-    for style in [RopeStyle::Normal, RopeStyle::Neox] {
-        let mut x = [1.0f32, 2.0, 3.0, 4.0, 1.0, 2.0, 3.0, 4.0];
-        rope(&mut x, 2, 0, 4, params(style));
-        assert_eq!(&x[..4], &[1.0, 2.0, 3.0, 4.0]);
-        let (p0, p1) = match style {
-            RopeStyle::Normal => ((0, 1), (2, 3)),
-            RopeStyle::Neox => ((0, 2), (1, 3)),
-        };
-        let orig = [1.0f32, 2.0, 3.0, 4.0];
-        for ((a, b), theta) in [(p0, 1.0f32), (p1, 0.01)] {
-            let (c, s) = (theta.cos(), theta.sin());
-            let want = (orig[a] * c - orig[b] * s, orig[a] * s + orig[b] * c);
-            assert!(
-                (x[4 + a] - want.0).abs() < 1e-6 && (x[4 + b] - want.1).abs() < 1e-6,
-                "{style:?}"
-            );
-        }
-    }
-}
-
-#[test]
-fn rope_with_an_offset_is_the_same_rows_of_a_full_rope() {
-    let params = RopeParams {
-        style: RopeStyle::Neox,
-        n_rot: 4,
-        freq_base: 500_000.0,
-        freq_scale: 1.0,
-    };
-    let x: Vec<f32> = (0..7 * 8)
-        .map(|i| ((i * 37 % 23) as f32 - 11.0) / 7.0)
-        .collect();
-    let mut full = x.clone();
-    rope(&mut full, 7, 0, 4, params);
-    let mut part = x[3 * 8..6 * 8].to_vec();
-    rope(&mut part, 3, 3, 4, params);
-    assert_eq!(part, full[3 * 8..6 * 8]);
-}
-
-/// Partial RoPE (LLaDA2): the first n_rot elements of each head rotate as a head of n_rot
-/// would; the rest pass through.
-#[test]
-fn partial_rope_rotates_only_the_leading_dimensions() {
-    let params = |n_rot| RopeParams {
-        style: RopeStyle::Neox,
-        n_rot,
-        freq_base: 600_000.0,
-        freq_scale: 1.0,
-    };
-    // 5 positions, 2 heads of 8, 4 rotary dimensions.
-    let x: Vec<f32> = (0..5 * 16)
-        .map(|i| ((i * 29 % 31) as f32 - 15.0) / 9.0)
-        .collect();
-    let mut got = x.clone();
-    rope(&mut got, 5, 2, 8, params(4));
-    // The leading 4 of each head, as heads of 4 with full RoPE.
-    let mut lead: Vec<f32> = x.chunks(8).flat_map(|h| h[..4].to_vec()).collect();
-    rope(&mut lead, 5, 2, 4, params(4));
-    for (i, (g, h)) in got.chunks(8).zip(x.chunks(8)).enumerate() {
-        assert_eq!(&g[..4], &lead[i * 4..i * 4 + 4], "head {i}");
-        assert_eq!(&g[4..], &h[4..], "head {i} tail");
-    }
 }
 
 fn moe(gating: Gating, norm: bool, groups: (usize, usize), scale: f32) -> MoeConfig {

@@ -30,7 +30,7 @@ use std::arch::x86_64::*;
 
 use crate::acts::Acts;
 use crate::blocks::QuantKind;
-use crate::gemm::Out;
+use crate::out::Out;
 use crate::packed::{PANEL, QuantPacked};
 
 use super::avx512::BlockFold;

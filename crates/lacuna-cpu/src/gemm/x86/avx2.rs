@@ -9,7 +9,7 @@ use std::arch::x86_64::*;
 
 use crate::acts::Acts;
 use crate::blocks::QuantKind;
-use crate::gemm::Out;
+use crate::out::Out;
 use crate::packed::{FloatPacked, PANEL, QuantPacked};
 
 /// Tokens per plain-AVX2 quantized tile: 2 x 4 block accumulators, 2 scale vectors and

@@ -6,7 +6,7 @@ use std::arch::x86_64::*;
 
 use crate::acts::Acts;
 use crate::blocks::QuantKind;
-use crate::gemm::Out;
+use crate::out::Out;
 use crate::packed::{FloatPacked, PANEL, QuantPacked};
 
 /// Tokens per register tile: 2 panels x 6 tokens = 12 independent `vpdpbusd` chains, enough

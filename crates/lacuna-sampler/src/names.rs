@@ -106,6 +106,9 @@ mod tests {
             "`triple` is not a cache policy (valid: none, prefix, dual)"
         );
         let e = "greedy".parse::<DreamAlg>().unwrap_err();
-        assert!(e.to_string().contains("origin, maskgit_plus, topk_margin, entropy"));
+        assert!(
+            e.to_string()
+                .contains("origin, maskgit_plus, topk_margin, entropy")
+        );
     }
 }

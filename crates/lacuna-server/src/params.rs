@@ -228,7 +228,9 @@ fn field_name(setting: &str) -> String {
 
 /// A settings error as a 400 naming its parameter (`diffusion` for a combination).
 fn settings_error(e: SettingsError) -> ApiError {
-    let param = e.setting().map_or_else(|| "diffusion".to_string(), field_name);
+    let param = e
+        .setting()
+        .map_or_else(|| "diffusion".to_string(), field_name);
     let message = e.message(&|n| format!("`{}`", field_name(n)));
     ApiError::invalid(param, message)
 }

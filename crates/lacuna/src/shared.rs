@@ -8,9 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Instant;
 
-use lacuna_models::{
-    AnyModel, Arch, Backend, CpuBackend, CudaBackend, KvCache, Model, PassSpec,
-};
+use lacuna_models::{AnyModel, Arch, Backend, CpuBackend, CudaBackend, KvCache, Model, PassSpec};
 use lacuna_sampler::{Denoiser, Pass, StepView};
 use lacuna_tokenizer::Tokenizer;
 
@@ -278,7 +276,9 @@ impl SharedEngine {
     }
 }
 
-/// The model of a [`SharedEngine`], typed by its backend.
+/// The model of a [`SharedEngine`], typed by its backend. (One per engine, so the variants'
+/// sizes do not matter.)
+#[allow(clippy::large_enum_variant)]
 enum SharedModel {
     Cpu(Mutex<Model<CpuBackend>>),
     Cuda(Mutex<Model<CudaBackend>>),

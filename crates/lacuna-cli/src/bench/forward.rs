@@ -64,9 +64,9 @@ pub(super) fn run(a: &ForwardBench<'_>) -> Result<()> {
     }
     engine.model_mut().set_profiling(false);
     let median = median(&times);
-    let (min, max) = times
-        .iter()
-        .fold((f64::INFINITY, 0.0f64), |(lo, hi), &t| (lo.min(t), hi.max(t)));
+    let (min, max) = times.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &t| {
+        (lo.min(t), hi.max(t))
+    });
     let model = engine.model();
     let parts = model.part_times();
     let cfg = model.config();

@@ -68,12 +68,20 @@ const CASES: &[&[Setting]] = &[
     &[("fast", None), ("threshold", Some("0.7"))],
     &[("fast", None), ("factor", Some("2.0"))],
     &[("fast", None), ("entropy_bound", Some("0.5"))],
-    &[("cache", Some("dual")), ("parallel", None), ("factor", Some("1.0"))],
+    &[
+        ("cache", Some("dual")),
+        ("parallel", None),
+        ("factor", Some("1.0")),
+    ],
     &[("threshold", Some("0.8"))],
     &[("factor", Some("1.0"))],
     &[("fast", None), ("cfg_scale", Some("1.0"))],
     &[("gen_length", Some("50"))],
-    &[("gen_length", Some("64")), ("steps", Some("8")), ("block_length", Some("16"))],
+    &[
+        ("gen_length", Some("64")),
+        ("steps", Some("8")),
+        ("block_length", Some("16")),
+    ],
     &[("gen_length", Some("96")), ("fast", None)],
     &[("steps", Some("0"))],
     &[("editing", None), ("max_post_steps", Some("4"))],
@@ -98,10 +106,17 @@ fn the_cli_and_the_server_make_the_same_request() {
                 (Err(a), Err(b)) => {
                     // The same setting is blamed: `--cfg-scale` and `diffusion.cfg_scale`.
                     let blamed = |e: &str, spell: fn(&str) -> String| {
-                        ["threshold", "factor", "entropy_bound", "cfg_scale", "fast", "steps"]
-                            .into_iter()
-                            .filter(|n| e.contains(&spell(n)))
-                            .collect::<Vec<_>>()
+                        [
+                            "threshold",
+                            "factor",
+                            "entropy_bound",
+                            "cfg_scale",
+                            "fast",
+                            "steps",
+                        ]
+                        .into_iter()
+                        .filter(|n| e.contains(&spell(n)))
+                        .collect::<Vec<_>>()
                     };
                     let on_cli = blamed(&a, super::flag_name);
                     assert!(!on_cli.is_empty(), "{arch} {case:?}: {a}");

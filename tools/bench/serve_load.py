@@ -5,8 +5,9 @@ throughput (requests/s, generated tokens/s), latency p50/p99, time to the first 
 when streaming, errors (must be 0; 429s counted apart), and the server's peak RSS (VmHWM of
 /proc/PID/status, reset before each run where the kernel allows). Writes one raw JSON file per
 run (per concurrency) to bench-results/<machine-id>/serve-load/ — raw data, which
-`cargo xtask bench-verify` only checks to be JSON (the lacuna.bench.v1 schema has no place for
-a load test, and the README table does not render it).
+`cargo xtask bench-render` reads for the tables (each machine's section of
+bench-results/README.md ends with its load tests, and the README's headline compares
+concurrency 4 with 1); the lacuna.bench.v1 schema has no place for a load test.
 
 Usage (repository root, release binary built first; run on a quiet machine):
     cargo build --release -p lacuna-cli

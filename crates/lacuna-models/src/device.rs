@@ -234,14 +234,4 @@ impl AnyModel {
     pub fn forward(&mut self, tokens: &[u32], rows: &[usize], out: &mut [f32]) -> Result<()> {
         on!(self, m => m.forward(tokens, rows, out))
     }
-
-    /// See [`Model::forward_all_with_block`].
-    pub fn forward_all_with_block(
-        &mut self,
-        tokens: &[u32],
-        attention_block: Option<usize>,
-        out: &mut [f32],
-    ) -> Result<()> {
-        on!(self, m => m.forward_all_with_block(tokens, attention_block, out))
-    }
 }

@@ -71,6 +71,8 @@ pub mod rng;
 pub mod sampling;
 pub mod schedule;
 pub mod select;
+#[cfg(test)]
+mod testing;
 
 pub use cache::CachePolicy;
 pub use common::Common;

@@ -218,7 +218,11 @@ impl Engine {
         out: &mut [f32],
     ) -> Result<()> {
         let Engine { model, pool, .. } = self;
-        Ok(pool.install(|| model.forward_all_with_block(tokens, attention_block, out))?)
+        let block = attention_block;
+        Ok(pool.install(|| match model {
+            AnyModel::Cpu(m) => m.forward_all_with_block(tokens, block, out),
+            AnyModel::Cuda(m) => m.forward_all_with_block(tokens, block, out),
+        })?)
     }
 
     /// The model, to profile or inspect it (a forward bench times its passes through

@@ -131,15 +131,7 @@ fn every_architecture_interleaves_exactly() {
                     r
                 })
                 .collect();
-        let mut engine = common::tiny_engine(arch);
-        let alone: Vec<_> = reqs
-            .iter()
-            .map(|r| engine.generate(r, |_| {}).unwrap())
-            .collect();
-        let shared = Arc::new(SharedEngine::new(common::tiny_engine(arch)));
-        for (i, (got, want)) in at_once(&shared, reqs).into_iter().zip(&alone).enumerate() {
-            assert_eq!(got.canvas, want.canvas, "{arch} request {i}");
-        }
+        interleaved_equals_alone(arch, reqs);
     }
 }
 
@@ -177,14 +169,20 @@ fn llada2_and_rnd1_interleave_exactly() {
         })
         .collect();
     for (arch, reqs) in [(Arch::Llada2, llada2), (Arch::Rnd1, rnd1)] {
-        let mut engine = common::tiny_engine(arch);
-        let alone: Vec<_> = reqs
-            .iter()
-            .map(|r| engine.generate(r, |_| {}).unwrap())
-            .collect();
-        let shared = Arc::new(SharedEngine::new(common::tiny_engine(arch)));
-        for (i, (got, want)) in at_once(&shared, reqs).into_iter().zip(&alone).enumerate() {
-            assert_eq!(got.canvas, want.canvas, "{arch} request {i}");
-        }
+        interleaved_equals_alone(arch, reqs);
+    }
+}
+
+/// Runs `reqs` one after another on a fresh engine of `arch`, then all at once on a shared
+/// one, and asserts each interleaved canvas equals its run alone.
+fn interleaved_equals_alone(arch: Arch, reqs: Vec<GenerateRequest>) {
+    let mut engine = common::tiny_engine(arch);
+    let alone: Vec<_> = reqs
+        .iter()
+        .map(|r| engine.generate(r, |_| {}).unwrap())
+        .collect();
+    let shared = Arc::new(SharedEngine::new(common::tiny_engine(arch)));
+    for (i, (got, want)) in at_once(&shared, reqs).into_iter().zip(&alone).enumerate() {
+        assert_eq!(got.canvas, want.canvas, "{arch} request {i}");
     }
 }

@@ -2,43 +2,7 @@ use super::*;
 use crate::parallel::ParallelRule;
 use crate::rng::{ReplayDraws, Xoshiro256PlusPlus};
 use crate::schedule::dream_timesteps;
-use std::convert::Infallible;
-
-/// A denoiser computing each row with `f(canvas, row, token)` and recording requests.
-struct FnModel<F> {
-    vocab: usize,
-    f: F,
-    requests: Vec<(Vec<u32>, Vec<usize>)>,
-}
-
-impl<F: Fn(&[u32], usize, usize) -> f32> Denoiser for FnModel<F> {
-    type Error = Infallible;
-    fn vocab_size(&self) -> usize {
-        self.vocab
-    }
-    fn logits(
-        &mut self,
-        canvas: &[u32],
-        rows: &[usize],
-        out: &mut [f32],
-    ) -> Result<(), Infallible> {
-        self.requests.push((canvas.to_vec(), rows.to_vec()));
-        for (i, &r) in rows.iter().enumerate() {
-            for t in 0..self.vocab {
-                out[i * self.vocab + t] = (self.f)(canvas, r, t);
-            }
-        }
-        Ok(())
-    }
-}
-
-fn model<F: Fn(&[u32], usize, usize) -> f32>(vocab: usize, f: F) -> FnModel<F> {
-    FnModel {
-        vocab,
-        f,
-        requests: Vec::new(),
-    }
-}
+use crate::testing::model;
 
 const MASK: u32 = 50;
 
@@ -284,34 +248,21 @@ fn origin_reveals_everything_by_the_last_step() {
 
 #[test]
 fn alg_temp_draws_the_same_number_of_positions() {
-    let mut a = Vec::new();
-    let mut b = Vec::new();
+    // Positions committed at each step.
+    let counts = |c: &DreamConfig| {
+        let mut n = Vec::new();
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
+        generate(&mut model(8, ramp), &[1], c, &mut rng, |v| {
+            n.push(v.committed.len());
+        })
+        .expect("runs");
+        n
+    };
     let c = DreamConfig {
         steps: 4,
         ..config()
     };
-    generate(
-        &mut model(8, ramp),
-        &[1],
-        &c,
-        &mut Xoshiro256PlusPlus::seed_from_u64(1),
-        |v| {
-            a.push(v.committed.len());
-        },
-    )
-    .expect("runs");
-    let c = DreamConfig { alg_temp: 0.5, ..c };
-    generate(
-        &mut model(8, ramp),
-        &[1],
-        &c,
-        &mut Xoshiro256PlusPlus::seed_from_u64(1),
-        |v| {
-            b.push(v.committed.len());
-        },
-    )
-    .expect("runs");
-    assert_eq!(a, b);
+    assert_eq!(counts(&c), counts(&DreamConfig { alg_temp: 0.5, ..c }));
 }
 
 #[test]

@@ -1,46 +1,7 @@
 use super::*;
 use crate::output::Finish;
 use crate::rng::Xoshiro256PlusPlus;
-
-#[derive(Debug, thiserror::Error)]
-#[error("boom")]
-struct Boom;
-
-/// A denoiser computing each row with `f(canvas, row, token)` and recording requests.
-struct FnModel<F> {
-    vocab: usize,
-    f: F,
-    requests: Vec<(Vec<u32>, Vec<usize>)>,
-    fail: bool,
-}
-
-impl<F: Fn(&[u32], usize, usize) -> f32> Denoiser for FnModel<F> {
-    type Error = Boom;
-    fn vocab_size(&self) -> usize {
-        self.vocab
-    }
-    fn logits(&mut self, canvas: &[u32], rows: &[usize], out: &mut [f32]) -> Result<(), Boom> {
-        if self.fail {
-            return Err(Boom);
-        }
-        self.requests.push((canvas.to_vec(), rows.to_vec()));
-        for (i, &r) in rows.iter().enumerate() {
-            for t in 0..self.vocab {
-                out[i * self.vocab + t] = (self.f)(canvas, r, t);
-            }
-        }
-        Ok(())
-    }
-}
-
-fn model<F: Fn(&[u32], usize, usize) -> f32>(vocab: usize, f: F) -> FnModel<F> {
-    FnModel {
-        vocab,
-        f,
-        requests: Vec::new(),
-        fail: false,
-    }
-}
+use crate::testing::{Boom, model};
 
 /// Row r prefers token r % vocab with a confidence that grows with r.
 fn ramp(_: &[u32], r: usize, t: usize) -> f32 {

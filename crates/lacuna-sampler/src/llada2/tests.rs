@@ -36,6 +36,14 @@ impl Denoiser for Recorder {
     }
 }
 
+/// Generates for the prompt 1..=5 under `cache`, recording the denoiser's calls.
+fn record(cache: CachePolicy) -> (Recorder, Generation) {
+    let mut d = Recorder::default();
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
+    let g = generate(&mut d, &[1, 2, 3, 4, 5], &config(cache), &mut rng, |_| {}).unwrap();
+    (d, g)
+}
+
 fn config(cache: CachePolicy) -> Llada2Config {
     Llada2Config {
         common: Common {
@@ -52,17 +60,8 @@ fn config(cache: CachePolicy) -> Llada2Config {
 
 #[test]
 fn the_model_sees_the_canvas_up_to_the_block_end() {
-    let mut d = Recorder::default();
-    let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
     // Prompt of 5: blocks 1, 2 and 3 (positions 4..16) are decoded; 5 + 10 = 15 tokens kept.
-    let g = generate(
-        &mut d,
-        &[1, 2, 3, 4, 5],
-        &config(CachePolicy::None),
-        &mut rng,
-        |_| {},
-    )
-    .unwrap();
+    let (d, g) = record(CachePolicy::None);
     assert_eq!(g.tokens.len(), 10);
     assert_eq!(g.canvas.len(), 15);
     let lens: Vec<usize> = d.calls.iter().map(|c| c.0).collect();
@@ -74,16 +73,7 @@ fn the_model_sees_the_canvas_up_to_the_block_end() {
 
 #[test]
 fn the_prefix_cache_recomputes_the_previous_block_once() {
-    let mut d = Recorder::default();
-    let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
-    let cached = generate(
-        &mut d,
-        &[1, 2, 3, 4, 5],
-        &config(CachePolicy::Prefix),
-        &mut rng,
-        |_| {},
-    )
-    .unwrap();
+    let (d, cached) = record(CachePolicy::Prefix);
     let passes: Vec<Pass> = d.calls.iter().map(|c| c.1.clone()).collect();
     assert_eq!(
         passes,
@@ -96,16 +86,7 @@ fn the_prefix_cache_recomputes_the_previous_block_once() {
             Pass::Window(12..16),
         ]
     );
-    let mut d = Recorder::default();
-    let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
-    let plain = generate(
-        &mut d,
-        &[1, 2, 3, 4, 5],
-        &config(CachePolicy::None),
-        &mut rng,
-        |_| {},
-    )
-    .unwrap();
+    let (d, plain) = record(CachePolicy::None);
     assert_eq!(cached.tokens, plain.tokens);
 }
 

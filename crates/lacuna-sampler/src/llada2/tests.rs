@@ -86,7 +86,7 @@ fn the_prefix_cache_recomputes_the_previous_block_once() {
             Pass::Window(12..16),
         ]
     );
-    let (d, plain) = record(CachePolicy::None);
+    let (_, plain) = record(CachePolicy::None);
     assert_eq!(cached.tokens, plain.tokens);
 }
 

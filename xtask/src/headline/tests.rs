@@ -27,16 +27,25 @@ fn run(path: &str, engine: &str, median: f64, f: impl FnOnce(&mut serde_json::Va
     }
 }
 
-fn model(id: &str, arch: &str, quant: &str) -> impl FnOnce(&mut serde_json::Value) {
+/// `{name}-lacuna` and `{name}-llama`: the two engines on one model and workload, both
+/// edited by `f`.
+fn pair(name: &str, lacuna: f64, llama: f64, f: impl Fn(&mut serde_json::Value)) -> [Loaded; 2] {
+    [
+        run(&format!("{name}-lacuna"), "lacuna", lacuna, &f),
+        run(&format!("{name}-llama"), "llama.cpp", llama, &f),
+    ]
+}
+
+fn model(id: &str, arch: &str, quant: &str) -> impl Fn(&mut serde_json::Value) {
     let (id, arch, quant) = (id.to_string(), arch.to_string(), quant.to_string());
     move |v| {
-        v["model"]["id"] = id.into();
-        v["model"]["architecture"] = arch.into();
-        v["model"]["quant"] = quant.into();
+        v["model"]["id"] = id.as_str().into();
+        v["model"]["architecture"] = arch.as_str().into();
+        v["model"]["quant"] = quant.as_str().into();
     }
 }
 
-fn generate(cache: &'static str) -> impl FnOnce(&mut serde_json::Value) {
+fn generate(cache: &'static str) -> impl Fn(&mut serde_json::Value) {
     move |v| {
         v["workload"] = serde_json::json!({"kind": "generate", "prompt_tokens": 32,
             "gen_tokens": 128, "steps": 128, "block_length": 32, "sampler": "llada",
@@ -45,7 +54,7 @@ fn generate(cache: &'static str) -> impl FnOnce(&mut serde_json::Value) {
     }
 }
 
-fn build(b: &'static str) -> impl FnOnce(&mut serde_json::Value) {
+fn build(b: &'static str) -> impl Fn(&mut serde_json::Value) {
     move |v| v["engine"]["build"] = b.into()
 }
 
@@ -60,56 +69,33 @@ fn picked(picks: &[Pick], family: Family) -> (String, f64, Vec<f64>) {
 
 #[test]
 fn each_family_picks_its_largest_speed_up_and_spreads_all_of_them() {
-    let results = vec![
-        // Dense forward at two lengths: 2.0× and 3.0× (the pick), and a loss at AMX off.
-        run("a-lacuna", "lacuna", 500.0, |_| {}),
-        run("a-llama", "llama.cpp", 1000.0, |_| {}),
-        run("b-lacuna", "lacuna", 300.0, |v| {
+    let pairs = [
+        // Dense forward at two lengths: 2.0× and 3.0× (the pick).
+        pair("a", 500.0, 1000.0, |_| {}),
+        pair("b", 300.0, 900.0, |v| {
             v["workload"]["prompt_tokens"] = 64.into()
         }),
-        run("b-llama", "llama.cpp", 900.0, |v| {
-            v["workload"]["prompt_tokens"] = 64.into()
-        }),
-        run("c-lacuna", "lacuna", 1000.0, build("cpu-avx512vnni")),
-        run("c-llama", "llama.cpp", 800.0, build("avx512-no-amx")),
         // Presets: 0.9× and 4.0×; they do not count as dense forward rows.
-        run(
-            "p1-lacuna",
-            "lacuna",
+        pair(
+            "p1",
             1000.0,
-            model("q4_0", "llada", "Q4_0 (llama-quantize type mix)"),
-        ),
-        run(
-            "p1-llama",
-            "llama.cpp",
             900.0,
             model("q4_0", "llada", "Q4_0 (llama-quantize type mix)"),
         ),
-        run(
-            "p2-lacuna",
-            "lacuna",
+        pair(
+            "p2",
             100.0,
-            model("q5_1", "llada", "Q5_1 (llama-quantize type mix)"),
-        ),
-        run(
-            "p2-llama",
-            "llama.cpp",
             400.0,
             model("q5_1", "llada", "Q5_1 (llama-quantize type mix)"),
         ),
         // MoE: 1.5×.
-        run(
-            "m-lacuna",
-            "lacuna",
-            200.0,
-            model("rnd1", "rnd1", "Q4_K_M-like"),
-        ),
-        run(
-            "m-llama",
-            "llama.cpp",
-            300.0,
-            model("rnd1", "rnd1", "Q4_K_M-like"),
-        ),
+        pair("m", 200.0, 300.0, model("rnd1", "rnd1", "Q4_K_M-like")),
+    ];
+    let mut results: Vec<Loaded> = pairs.into_iter().flatten().collect();
+    results.extend([
+        // A loss at AMX off.
+        run("c-lacuna", "lacuna", 1000.0, build("cpu-avx512vnni")),
+        run("c-llama", "llama.cpp", 800.0, build("avx512-no-amx")),
         // Generate: none 2.5×, dual 10× against llama.cpp's uncached run, prefix not headlined.
         run("g-none", "lacuna", 400.0, generate("none")),
         run("g-dual", "lacuna", 100.0, generate("dual")),
@@ -117,7 +103,7 @@ fn each_family_picks_its_largest_speed_up_and_spreads_all_of_them() {
         run("g-llama", "llama.cpp", 1000.0, generate("none")),
         // No llama.cpp run: not in any pick.
         run("lonely", "lacuna", 1.0, model("dream", "dream", "Q8_0")),
-    ];
+    ]);
     let rows = rows(&results);
     let picks = select(&rows);
     let families: Vec<Family> = picks.iter().map(|p| p.family).collect();

@@ -220,11 +220,6 @@ impl AnyModel {
         on!(self, m => m.set_profiling(on))
     }
 
-    /// See [`Model::resolve_attention_block`].
-    pub fn resolve_attention_block(&self, requested: Option<usize>) -> Result<Option<usize>> {
-        on!(self, m => m.resolve_attention_block(requested))
-    }
-
     /// See [`Model::forward_all`].
     pub fn forward_all(&mut self, tokens: &[u32], out: &mut [f32]) -> Result<()> {
         on!(self, m => m.forward_all(tokens, out))

@@ -249,7 +249,9 @@ impl SharedEngine {
     where
         Model<B>: Send,
     {
-        let attention_block = lock(model).resolve_attention_block(prepared.attention_block())?;
+        // Checked by the model at every pass; taking the model's lock here would jump the
+        // queue of the turns.
+        let attention_block = prepared.attention_block();
         let mut denoiser = InTurn {
             shared: self,
             model,
@@ -299,7 +301,7 @@ struct InTurn<'a, B: Backend> {
     shared: &'a SharedEngine,
     model: &'a Mutex<Model<B>>,
     cache: KvCache<B::Buf>,
-    /// This generation's attention block (LLaDA2), resolved against the model.
+    /// This generation's attention block (LLaDA2; `None`: the architecture's own mask).
     attention_block: Option<usize>,
     cancel: &'a CancelToken,
     vocab: usize,

@@ -122,11 +122,6 @@ impl<'m, B: Backend> Bound<'m, B> {
             attention_block,
         })
     }
-
-    /// The cache's bytes now.
-    pub fn cache_bytes(&self) -> usize {
-        self.cache.bytes::<B>()
-    }
 }
 
 impl<B: Backend> Denoiser for Bound<'_, B> {

@@ -142,8 +142,11 @@ fn cell(l: Option<&Loaded>) -> String {
         None => "—".to_string(),
         Some(l) => {
             let r = &l.result;
+            let floor = r.figures.floor.as_ref().map_or(String::new(), |f| {
+                format!("; {:.1}× floor, {}", f.ratio, f.binds)
+            });
             format!(
-                "{:.1} ({} thr, {})",
+                "{:.1} ({} thr, {}{floor})",
                 r.figures.step_ms.median, r.machine.threads, r.engine.build
             )
         }

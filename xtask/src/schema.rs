@@ -158,6 +158,41 @@ pub(crate) struct Figures {
     /// where recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) experts: Option<String>,
+    /// How dense weights were kept: `compact`, `repacked` or `device-repacked` (where
+    /// recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) dense_weights: Option<String>,
+    /// The floor of a step on this machine and how far the step is above it (where
+    /// recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) floor: Option<Floor>,
+}
+
+/// The floor of one step: the larger of its weight bytes over the measured memory read
+/// bandwidth and its matmul operations over the measured int8 peak of the path.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Floor {
+    /// Memory read bandwidth on the benchmark's threads, GB/s.
+    pub(crate) read_gb_s: f64,
+    /// The path's int8 dot peak on the benchmark's threads, TOP/s.
+    pub(crate) int8_tops: f64,
+    /// Matmul operations per step (`2 * t * n * k` summed).
+    pub(crate) ops_per_step: f64,
+    /// Weight bytes per step as the file stores them.
+    pub(crate) file_bytes_per_step: f64,
+    /// The same reads as the engine holds the weights.
+    pub(crate) held_bytes_per_step: f64,
+    /// `file_bytes_per_step / read bandwidth`, ms.
+    pub(crate) bandwidth_ms: f64,
+    /// `ops_per_step / int8 peak`, ms.
+    pub(crate) compute_ms: f64,
+    /// The larger of the two, ms.
+    pub(crate) floor_ms: f64,
+    /// Which one binds: `bandwidth` or `compute`.
+    pub(crate) binds: String,
+    /// Median step over the floor.
+    pub(crate) ratio: f64,
 }
 
 /// Median, min and max of a timing over the runs.
@@ -266,6 +301,9 @@ fn validate(r: &BenchResult) -> Result<(), FieldError> {
             ),
         ));
     }
+    if let Some(f) = &r.figures.floor {
+        check_floor(f)?;
+    }
     if !(r.figures.forward_tokens_per_s.is_finite() && r.figures.forward_tokens_per_s > 0.0) {
         return Err(bad(
             "figures.forward_tokens_per_s",
@@ -304,6 +342,41 @@ fn validate(r: &BenchResult) -> Result<(), FieldError> {
             "workload.prompt_tokens",
             "the canvas must hold at least one token",
         ));
+    }
+    Ok(())
+}
+
+/// A floor's figures are positive, its floor the larger of its two parts, and `binds`
+/// names that part.
+fn check_floor(f: &Floor) -> Result<(), FieldError> {
+    for (field, v) in [
+        ("figures.floor.read_gb_s", f.read_gb_s),
+        ("figures.floor.int8_tops", f.int8_tops),
+        ("figures.floor.ops_per_step", f.ops_per_step),
+        ("figures.floor.file_bytes_per_step", f.file_bytes_per_step),
+        ("figures.floor.bandwidth_ms", f.bandwidth_ms),
+        ("figures.floor.compute_ms", f.compute_ms),
+        ("figures.floor.floor_ms", f.floor_ms),
+        ("figures.floor.ratio", f.ratio),
+    ] {
+        if !(v.is_finite() && v > 0.0) {
+            return Err(bad(field, "must be a positive finite number"));
+        }
+    }
+    let want = f.bandwidth_ms.max(f.compute_ms);
+    if (f.floor_ms - want).abs() > 1e-6 * want {
+        return Err(bad(
+            "figures.floor.floor_ms",
+            "must be the larger of bandwidth_ms and compute_ms",
+        ));
+    }
+    let binds = if f.bandwidth_ms >= f.compute_ms {
+        "bandwidth"
+    } else {
+        "compute"
+    };
+    if f.binds != binds {
+        return Err(bad("figures.floor.binds", "must name the larger part"));
     }
     Ok(())
 }

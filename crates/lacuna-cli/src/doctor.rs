@@ -133,6 +133,50 @@ fn cuda_status() -> (bool, String) {
     }
 }
 
+/// The floors a pass is measured against: memory read bandwidth and the active path's int8
+/// peak, on one thread and on `cores` threads (one entry when `cores` is 1).
+pub(crate) struct Floors {
+    /// (threads, GB/s).
+    pub(crate) read_gb_s: Vec<(usize, f64)>,
+    /// (threads, TOP/s) of the active path's int8 dot instruction.
+    pub(crate) int8_tops: Vec<(usize, f64)>,
+}
+
+/// Measures [`Floors`] (about a second).
+pub(crate) fn floors(cores: usize, path: Option<Path>) -> Floors {
+    let mut counts = vec![1];
+    if cores > 1 {
+        counts.push(cores);
+    }
+    let probe = lacuna::cpu::peak::DEFAULT_PROBE_BYTES;
+    let read_gb_s = counts
+        .iter()
+        .filter_map(|&t| {
+            let bw = lacuna::cpu::peak::read_bandwidth(t, probe, 5).ok()?;
+            Some((t, bw.gb_per_s()))
+        })
+        .collect();
+    let int8_tops = path
+        .map(|p| {
+            counts
+                .iter()
+                .filter_map(|&t| Some((t, lacuna::cpu::peak::int8_peak(p, t).ok()? / 1e12)))
+                .collect()
+        })
+        .unwrap_or_default();
+    Floors {
+        read_gb_s,
+        int8_tops,
+    }
+}
+
+fn per_threads(v: &[(usize, f64)], unit: &str, digits: usize) -> String {
+    v.iter()
+        .map(|(t, x)| format!("{x:.digits$} {unit} ({t} thr)"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Prints the report.
 pub(crate) fn run(a: DoctorArgs) -> Result<()> {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
@@ -159,6 +203,7 @@ pub(crate) fn run(a: DoctorArgs) -> Result<()> {
     let total = meminfo_bytes(&meminfo, "MemTotal");
     let avail = meminfo_bytes(&meminfo, "MemAvailable");
     let (cuda_ok, cuda) = cuda_status();
+    let fl = floors(cores, active.as_ref().ok().copied());
     if a.json {
         let doc = serde_json::json!({
             "cpu_model": cpu_model,
@@ -177,6 +222,12 @@ pub(crate) fn run(a: DoctorArgs) -> Result<()> {
             "ram_available_bytes": avail,
             "cuda_driver": cuda_ok,
             "cuda": cuda,
+            "memory_read_gb_s": fl.read_gb_s.iter()
+                .map(|(t, x)| serde_json::json!({"threads": t, "gb_s": x}))
+                .collect::<Vec<_>>(),
+            "int8_peak_tops": fl.int8_tops.iter()
+                .map(|(t, x)| serde_json::json!({"threads": t, "tops": x}))
+                .collect::<Vec<_>>(),
         });
         println!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(());
@@ -214,6 +265,17 @@ pub(crate) fn run(a: DoctorArgs) -> Result<()> {
     match (total, avail) {
         (Some(t), Some(a)) => println!("memory   {} total, {} available", gib(t), gib(a)),
         _ => println!("memory   unknown (/proc/meminfo unreadable)"),
+    }
+    println!(
+        "read     {} streaming from memory (the floor of a step is the bytes it reads over this)",
+        per_threads(&fl.read_gb_s, "GB/s", 1)
+    );
+    if let Ok(p) = &active {
+        println!(
+            "int8     {} on {} (the compute floor: a step's operations over this)",
+            per_threads(&fl.int8_tops, "TOP/s", 2),
+            p.name()
+        );
     }
     println!("CUDA     {cuda}");
     Ok(())

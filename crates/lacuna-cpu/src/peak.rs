@@ -7,6 +7,57 @@
 
 use crate::{Error, Path};
 
+mod bandwidth;
+pub use bandwidth::{Bandwidth, DEFAULT_PROBE_BYTES, read_bandwidth};
+
+/// The int8 dot peak of `path` on `threads` threads at once, in operations per second:
+/// [`int8_dot_ops`] on every thread together, sized to about 40 ms a repetition, best of 3.
+///
+/// # Errors
+/// [`Error::PathUnavailable`] when this CPU lacks `path`; [`Error::BadShape`] for 0
+/// threads.
+pub fn int8_peak(path: Path, threads: usize) -> Result<f64, Error> {
+    if threads == 0 {
+        return Err(Error::BadShape {
+            what: "int8 peak",
+            detail: "threads must be at least 1",
+        });
+    }
+    // Calibrate the iterations on one thread.
+    let mut iters = 1u64 << 12;
+    loop {
+        let t0 = std::time::Instant::now();
+        int8_dot_ops(path, iters)?;
+        let dt = t0.elapsed().as_secs_f64();
+        if dt > 0.01 || iters >= 1 << 40 {
+            iters = ((iters as f64) * 0.04 / dt.max(1e-9)).max(1.0) as u64;
+            break;
+        }
+        iters *= 4;
+    }
+    let mut best = 0.0f64;
+    for _ in 0..3 {
+        let start = std::sync::Barrier::new(threads);
+        let t0 = std::time::Instant::now();
+        let ops: u64 = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..threads)
+                .map(|_| {
+                    let start = &start;
+                    s.spawn(move || {
+                        start.wait();
+                        int8_dot_ops(path, iters)
+                    })
+                })
+                .collect();
+            hs.into_iter()
+                .map(|h| h.join().expect("peak thread panicked"))
+                .sum::<Result<u64, Error>>()
+        })?;
+        best = best.max(ops as f64 / t0.elapsed().as_secs_f64().max(1e-9));
+    }
+    Ok(best)
+}
+
 /// Runs `iters` iterations of the int8 dot instruction of `path` (4 independent full-size
 /// `tdpbusd` tiles, 16x16x64, for AMX; `vpdpbusd` zmm for AVX-512 VNNI, `vpdpbusd` ymm for AVX-VNNI, `vpmaddubsw`+`vpmaddwd`+`vpaddd` ymm
 /// with one operand loaded per instruction for AVX2; `smmla`, `sdot`, `smull`+`sadalp` on

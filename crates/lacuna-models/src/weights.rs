@@ -12,14 +12,30 @@ pub(crate) struct Linear<B: Backend> {
     pub(crate) b: Option<B::Vector>,
     /// Output features.
     pub(crate) n: usize,
+    /// What one product with it reads and computes.
+    pub(crate) cost: MatCost,
+}
+
+/// The size of one `[n x k]` weight, for the work a pass reports: its operations per
+/// token and its bytes in the file and as the backend holds them (the floor of a pass is
+/// the bytes it must read, see [`crate::PartTimes`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct MatCost {
+    pub(crate) n: usize,
+    pub(crate) k: usize,
+    /// Bytes of the tensor's data in the GGUF file.
+    pub(crate) file_bytes: u64,
+    /// Bytes of the backend's prepared copy ([`Backend::weight_bytes`]).
+    pub(crate) held_bytes: u64,
 }
 
 /// The feed-forward block of one layer.
 pub(crate) enum Ffn<B: Backend> {
     /// `down(silu(gate(x)) * up(x))`.
     Dense(Dense<B>),
-    /// Routed experts, each a dense SwiGLU block without biases.
-    Moe(Experts<B>),
+    /// Routed experts, each a dense SwiGLU block without biases (boxed: far larger than a
+    /// dense block's three handles).
+    Moe(Box<Experts<B>>),
 }
 
 /// The experts of one MoE layer and how tokens are routed to them.
@@ -33,6 +49,10 @@ pub(crate) struct Experts<B: Backend> {
     pub(crate) gate: Vec<B::Weight>,
     pub(crate) up: Vec<B::Weight>,
     pub(crate) down: Vec<B::Weight>,
+    /// The router's size.
+    pub(crate) router_cost: MatCost,
+    /// One expert's gate, up and down sizes (every expert of a tensor has the same).
+    pub(crate) expert_cost: [MatCost; 3],
     /// The shared experts as one dense SwiGLU block (`ffn_{gate,up,down}_shexp`), run on
     /// every token and added to the routed output.
     pub(crate) shared: Option<Dense<B>>,
@@ -146,13 +166,19 @@ impl<B: Backend> Loader<'_, B> {
     }
 
     /// A `[n x k]` weight (ggml dims `[k, n]`), prepared by the backend.
-    fn matrix(&self, name: &str, k: usize, n: usize) -> Result<B::Weight> {
+    fn matrix(&self, name: &str, k: usize, n: usize) -> Result<(B::Weight, MatCost)> {
         let info = self.checked(name, &[k, n])?;
         let data = self.file.info_data(info);
         let w = self.prepare(name, info, data, k, n)?;
         // The backend holds its own copy now: let the OS drop the file's pages of it.
         self.file.release(data);
-        Ok(w)
+        let cost = MatCost {
+            n,
+            k,
+            file_bytes: data.len() as u64,
+            held_bytes: self.backend.weight_bytes(&w) as u64,
+        };
+        Ok((w, cost))
     }
 
     fn prepare(
@@ -185,11 +211,17 @@ impl<B: Backend> Loader<'_, B> {
     }
 
     /// Each expert of a `[k, n, n_expert]` tensor, prepared separately.
-    fn experts(&self, name: &str, k: usize, n: usize, n_expert: usize) -> Result<Vec<B::Weight>> {
+    fn experts(
+        &self,
+        name: &str,
+        k: usize,
+        n: usize,
+        n_expert: usize,
+    ) -> Result<(Vec<B::Weight>, MatCost)> {
         let info = self.checked(name, &[k, n, n_expert])?;
         let data = self.file.info_data(info);
         let per = data.len() / n_expert;
-        let experts = (0..n_expert)
+        let experts: Result<Vec<B::Weight>> = (0..n_expert)
             .map(|e| {
                 let w = self
                     .backend
@@ -201,26 +233,39 @@ impl<B: Backend> Loader<'_, B> {
             })
             .collect();
         self.file.release(data);
-        experts
+        let experts = experts?;
+        let cost = MatCost {
+            n,
+            k,
+            file_bytes: per as u64,
+            held_bytes: experts
+                .first()
+                .map_or(0, |w| self.backend.weight_bytes(w) as u64),
+        };
+        Ok((experts, cost))
     }
 
     /// A projection with its optional `.bias` (Q, K and V: llama.cpp's `build_qkv` adds
     /// them when present).
     fn linear(&self, prefix: &str, k: usize, n: usize) -> Result<Linear<B>> {
+        let (w, cost) = self.matrix(&format!("{prefix}.weight"), k, n)?;
         Ok(Linear {
-            w: self.matrix(&format!("{prefix}.weight"), k, n)?,
+            w,
             b: self.optional(&format!("{prefix}.bias"), |b| self.vector(b, n))?,
             n,
+            cost,
         })
     }
 
     /// A projection whose bias llama.cpp's graphs for these architectures never add
     /// (`attn_output`, FFN, `output`): a bias in the file is ignored, as llama.cpp does.
     fn linear_no_bias(&self, prefix: &str, k: usize, n: usize) -> Result<Linear<B>> {
+        let (w, cost) = self.matrix(&format!("{prefix}.weight"), k, n)?;
         Ok(Linear {
-            w: self.matrix(&format!("{prefix}.weight"), k, n)?,
+            w,
             b: None,
             n,
+            cost,
         })
     }
 
@@ -245,20 +290,31 @@ impl<B: Backend> Loader<'_, B> {
                 })
             };
             let ffn = match cfg.moe {
-                Some(m) if il >= m.n_dense_lead => Ffn::Moe(Experts {
-                    cfg: m,
-                    router: self.matrix(&p("ffn_gate_inp.weight"), d, m.n_expert)?,
-                    probs_bias: self
-                        .optional(&p("exp_probs_b.bias"), |b| self.host_vector(b, m.n_expert))?,
-                    gate: self.experts(&p("ffn_gate_exps.weight"), d, m.n_ff_exp, m.n_expert)?,
-                    up: self.experts(&p("ffn_up_exps.weight"), d, m.n_ff_exp, m.n_expert)?,
-                    down: self.experts(&p("ffn_down_exps.weight"), m.n_ff_exp, d, m.n_expert)?,
-                    shared: if m.n_expert_shared > 0 {
-                        Some(dense("_shexp", m.n_ff_shared)?)
-                    } else {
-                        None
-                    },
-                }),
+                Some(m) if il >= m.n_dense_lead => {
+                    let (router, router_cost) =
+                        self.matrix(&p("ffn_gate_inp.weight"), d, m.n_expert)?;
+                    let (ne, ff) = (m.n_expert, m.n_ff_exp);
+                    let (gate, gate_cost) = self.experts(&p("ffn_gate_exps.weight"), d, ff, ne)?;
+                    let (up, up_cost) = self.experts(&p("ffn_up_exps.weight"), d, ff, ne)?;
+                    let (down, down_cost) = self.experts(&p("ffn_down_exps.weight"), ff, d, ne)?;
+                    Ffn::Moe(Box::new(Experts {
+                        cfg: m,
+                        router,
+                        probs_bias: self.optional(&p("exp_probs_b.bias"), |b| {
+                            self.host_vector(b, m.n_expert)
+                        })?,
+                        gate,
+                        up,
+                        down,
+                        router_cost,
+                        expert_cost: [gate_cost, up_cost, down_cost],
+                        shared: if m.n_expert_shared > 0 {
+                            Some(dense("_shexp", m.n_ff_shared)?)
+                        } else {
+                            None
+                        },
+                    }))
+                }
                 _ => Ffn::Dense(dense("", cfg.n_ff)?),
             };
             let qkv = if cfg.arch.fused_qkv() {
@@ -284,10 +340,12 @@ impl<B: Backend> Loader<'_, B> {
             self.linear_no_bias("output", d, cfg.n_vocab)?
         } else {
             // Tied embeddings: llama.cpp duplicates `token_embd` as the LM head.
+            let (w, cost) = self.matrix("token_embd.weight", d, cfg.n_vocab)?;
             Linear {
-                w: self.matrix("token_embd.weight", d, cfg.n_vocab)?,
+                w,
                 b: None,
                 n: cfg.n_vocab,
+                cost,
             }
         };
         Ok(Weights {

@@ -82,6 +82,7 @@ impl QuantKind {
     }
 
     /// The ggml type.
+    #[inline]
     pub fn ty(self) -> GgmlType {
         match self {
             QuantKind::Q2K => GgmlType::Q2_K,
@@ -102,11 +103,13 @@ impl QuantKind {
 
     /// Elements per block (= per activation block: Q8_K for 256-blocks, Q8_0/Q8_1 for
     /// 32-blocks).
+    #[inline]
     pub fn block(self) -> usize {
         self.ty().block_size()
     }
 
     /// Elements sharing one integer scale (the block itself for the 32-element formats).
+    #[inline]
     pub fn sub(self) -> usize {
         match self {
             QuantKind::Q2K | QuantKind::Q3K | QuantKind::Q6K => 16,
@@ -115,12 +118,14 @@ impl QuantKind {
     }
 
     /// Whether the block has integer sub-scales (more than one sub-block per block).
+    #[inline]
     pub fn has_scales(self) -> bool {
         self.sub() != self.block()
     }
 
     /// Whether the block carries `dmin` and 6-bit mins per 32 weights (the integer min
     /// term of the kernels).
+    #[inline]
     pub fn has_mins(self) -> bool {
         matches!(self, QuantKind::Q4K | QuantKind::Q5K)
     }

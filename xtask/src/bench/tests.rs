@@ -377,3 +377,44 @@ fn the_committed_tables_are_up_to_date() {
         panic!("{err:#}");
     }
 }
+
+/// A floor object as `lacuna bench` writes it: 40 ms of bandwidth, 60 of compute.
+fn floor(step_ms: f64) -> serde_json::Value {
+    serde_json::json!({"read_gb_s": 25.0, "int8_tops": 1.5, "ops_per_step": 9.0e10,
+        "file_bytes_per_step": 1.0e9, "held_bytes_per_step": 1.7e9, "bandwidth_ms": 40.0,
+        "compute_ms": 60.0, "floor_ms": 60.0, "binds": "compute", "ratio": step_ms / 60.0})
+}
+
+#[test]
+fn floors_render_beside_the_step_and_inconsistent_floors_are_refused() {
+    let mut v = sample("lacuna", 2, 150.0);
+    v["figures"]["floor"] = floor(150.0);
+    v["figures"]["dense_weights"] = "repacked".into();
+    let dir = repo(&[("lacuna-t2.json", v.clone())]);
+    render_readme(dir.path()).unwrap();
+    let text = table(dir.path());
+    assert!(
+        text.contains("| 150.0 (2 thr, avx512vnni; 2.5× floor, compute) |"),
+        "{text}"
+    );
+    let refused = |f: serde_json::Value, field: &str| {
+        let mut bad = v.clone();
+        bad["figures"]["floor"] = f;
+        let err = crate::schema::parse(&bad.to_string()).unwrap_err();
+        assert_eq!(err.field, field, "{err:?}");
+    };
+    let mut f = floor(150.0);
+    f["floor_ms"] = 40.0.into();
+    refused(f, "figures.floor.floor_ms");
+    let mut f = floor(150.0);
+    f["binds"] = "bandwidth".into();
+    refused(f, "figures.floor.binds");
+    let mut f = floor(150.0);
+    f["read_gb_s"] = 0.0.into();
+    refused(f, "figures.floor.read_gb_s");
+    let mut f = floor(150.0);
+    f["typo"] = 1.0.into();
+    let mut bad = v.clone();
+    bad["figures"]["floor"] = f;
+    assert!(crate::schema::parse(&bad.to_string()).is_err());
+}

@@ -1,4 +1,79 @@
-//! What both benchmarks report: layouts, peak memory, dates.
+//! What both benchmarks report: layouts, peak memory, dates, the floor of a step.
+
+use lacuna::models::PartTimes;
+
+/// The machine's two limits on the benchmark's threads, measured before the model loads:
+/// memory read bandwidth and the active path's int8 peak.
+pub(crate) struct Probe {
+    read_gb_s: f64,
+    int8_tops: f64,
+}
+
+impl Probe {
+    /// Measures both on `threads` threads (about a second); `None` off the CPU backend or
+    /// when no path runs here.
+    pub(crate) fn measure(threads: usize, cpu: bool) -> Option<Probe> {
+        if !cpu {
+            return None;
+        }
+        let path = lacuna::cpu::Path::active().ok()?;
+        let bw = lacuna::cpu::peak::read_bandwidth(
+            threads.max(1),
+            lacuna::cpu::peak::DEFAULT_PROBE_BYTES,
+            5,
+        )
+        .ok()?;
+        let ops = lacuna::cpu::peak::int8_peak(path, threads.max(1)).ok()?;
+        Some(Probe {
+            read_gb_s: bw.gb_per_s(),
+            int8_tops: ops / 1e12,
+        })
+    }
+
+    /// The floor of a step that did the mean work of the passes between `before` and
+    /// `after`, and how `step_ms` compares with it (the `figures.floor` object of a
+    /// result).
+    pub(crate) fn floor(
+        &self,
+        before: &PartTimes,
+        after: &PartTimes,
+        step_ms: f64,
+    ) -> serde_json::Value {
+        let (ops, file_bytes, held_bytes) = after.work_per_pass_since(before);
+        let bandwidth_ms = file_bytes / (self.read_gb_s * 1e9) * 1e3;
+        let compute_ms = ops / (self.int8_tops * 1e12) * 1e3;
+        let floor_ms = bandwidth_ms.max(compute_ms);
+        serde_json::json!({
+            "read_gb_s": self.read_gb_s,
+            "int8_tops": self.int8_tops,
+            "ops_per_step": ops,
+            "file_bytes_per_step": file_bytes,
+            "held_bytes_per_step": held_bytes,
+            "bandwidth_ms": bandwidth_ms,
+            "compute_ms": compute_ms,
+            "floor_ms": floor_ms,
+            "binds": if bandwidth_ms >= compute_ms { "bandwidth" } else { "compute" },
+            "ratio": step_ms / floor_ms,
+        })
+    }
+}
+
+/// One line of a floor object for the text output.
+pub(crate) fn floor_line(f: &serde_json::Value) -> String {
+    format!(
+        "floor {:.1} ms ({} binds: {:.2} GB of weights at {:.1} GB/s = {:.1} ms, {:.1} GOP at \
+         {:.2} TOP/s = {:.1} ms); step is {:.2}x the floor",
+        f["floor_ms"].as_f64().unwrap_or(0.0),
+        f["binds"].as_str().unwrap_or("?"),
+        f["file_bytes_per_step"].as_f64().unwrap_or(0.0) / 1e9,
+        f["read_gb_s"].as_f64().unwrap_or(0.0),
+        f["bandwidth_ms"].as_f64().unwrap_or(0.0),
+        f["ops_per_step"].as_f64().unwrap_or(0.0) / 1e9,
+        f["int8_tops"].as_f64().unwrap_or(0.0),
+        f["compute_ms"].as_f64().unwrap_or(0.0),
+        f["ratio"].as_f64().unwrap_or(0.0),
+    )
+}
 
 /// Peak resident set size of this process (`VmHWM`), in bytes.
 pub(crate) fn peak_rss_bytes() -> Option<u64> {

@@ -9,7 +9,7 @@ use anyhow::{Context, Result, bail};
 use lacuna::models::{Device, WeightLayout};
 use lacuna::{Engine, EngineOptions, median};
 
-use super::common::layout_name;
+use super::common::{Probe, floor_line, layout_name};
 
 /// Profiling passes for the per-part split (after the timed ones).
 const PROFILE_PASSES: usize = 3;
@@ -43,6 +43,7 @@ pub(super) fn run(a: &ForwardBench<'_>) -> Result<()> {
         .map_err(crate::run::flat)
         .with_context(|| format!("loading {}", a.model.display()))?;
     let load_s = engine.load_s();
+    let probe = Probe::measure(engine.threads(), engine.model().cpu().is_some());
     let vocab = engine.model().vocab_size();
     // The same deterministic ids `llama-oracle bench` feeds.
     let tokens: Vec<u32> = (0..a.seq_len)
@@ -71,6 +72,7 @@ pub(super) fn run(a: &ForwardBench<'_>) -> Result<()> {
     let parts = model.part_times();
     let cfg = model.config();
     let threads = engine.threads();
+    let floor = probe.map(|p| p.floor(&Default::default(), &parts, median));
     if a.json {
         let out = serde_json::json!({
             "model": a.model.display().to_string(),
@@ -97,6 +99,7 @@ pub(super) fn run(a: &ForwardBench<'_>) -> Result<()> {
                 "lm_head": ms(parts.lm_head, parts.passes),
                 "norms_rope_other": ms(parts.other, parts.passes),
             },
+            "floor": floor,
         });
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
@@ -112,6 +115,9 @@ pub(super) fn run(a: &ForwardBench<'_>) -> Result<()> {
             ms(parts.other, parts.passes),
             parts.passes,
         );
+        if let Some(f) = &floor {
+            println!("{}", floor_line(f));
+        }
     }
     Ok(())
 }

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use super::common::{peak_rss_bytes, rfc3339};
+use super::common::{Probe, floor_line, peak_rss_bytes, rfc3339};
 
 use anyhow::{Context, Result, bail};
 use lacuna::models::Arch;
@@ -100,6 +100,7 @@ pub(crate) fn run(
         },
     )
     .with_context(|| format!("loading {}", model.display()))?;
+    let probe = Probe::measure(engine.threads(), engine.model().cpu().is_some());
     let cfg = engine.model().config().clone();
     let vocab = engine.model().vocab_size();
     let mask = engine.mask_token_id();
@@ -155,6 +156,10 @@ pub(crate) fn run(
     });
     let threads = engine.threads();
     let step_median = median(&step_ms);
+    // The floor compares the mean step with the mean pass's work: a cached schedule mixes
+    // window passes with the refreshes of whole canvases.
+    let step_mean = step_ms.iter().sum::<f64>() / step_ms.len().max(1) as f64;
+    let floor = probe.map(|p| p.floor(&parts0, &parts, step_mean));
     let step_min = step_ms.iter().copied().fold(f64::INFINITY, f64::min);
     let step_max = step_ms.iter().copied().fold(0.0, f64::max);
     let total_median = median(&totals);
@@ -248,6 +253,7 @@ pub(crate) fn run(
             "expert_bytes_per_forward": expert_bytes,
             "experts": experts,
             "dense_weights": super::common::layout_name(engine.model().cpu().map(|m| m.backend().dense_compact())),
+            "floor": floor,
         },
         "notes": g.notes,
     });
@@ -298,6 +304,9 @@ pub(crate) fn run(
                 b as f64 / (1u64 << 30) as f64
             )),
         );
+        if let Some(f) = &floor {
+            println!("{}", floor_line(f));
+        }
     }
     Ok(())
 }

@@ -39,3 +39,17 @@ fn thread_cpu_clock_advances_with_work() {
     }
     assert!(thread_cpu_time().unwrap() > t0, "{x}");
 }
+
+#[test]
+fn int8_peak_is_positive_on_available_paths_and_typed_elsewhere() {
+    for path in Path::ALL {
+        match int8_peak(path, 1) {
+            Ok(rate) => assert!(path.is_available() && rate > 0.0 && rate.is_finite()),
+            Err(e) => assert_eq!(e, Error::PathUnavailable { path }),
+        }
+    }
+    assert!(matches!(
+        int8_peak(Path::Scalar, 0),
+        Err(Error::BadShape { .. })
+    ));
+}

@@ -7,6 +7,7 @@
 //! each expert's SwiGLU output times its weight, summed in selection order.
 
 use crate::backend::Backend;
+use crate::model::timer::Timer;
 use crate::weights::Experts;
 use crate::{Gating, MoeConfig, Result};
 
@@ -135,21 +136,24 @@ pub(crate) fn route(
     }
 }
 
-/// `out[t x d] = MoE(xn[t x d])`; returns the bytes of expert weights read and the number of
-/// experts run.
+/// `out[t x d] = MoE(xn[t x d])`; the router's and each run expert's reads and operations
+/// counted in `tm`.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn moe_ffn<B: Backend>(
     be: &mut B,
+    tm: &mut Timer,
     ex: &Experts<B>,
     xn: B::View<'_>,
     t: usize,
     d: usize,
     out: B::ViewMut<'_>,
     s: &mut MoeScratch<B>,
-) -> Result<(u64, u64)> {
+) -> Result<()> {
     let m = &ex.cfg;
     let (mut bytes, mut run) = (0u64, 0u64);
     let (ne, k, ff) = (m.n_expert, m.n_expert_used, m.n_ff_exp);
     s.probs.resize(t * ne, 0.0);
+    tm.matmul(t, &ex.router_cost);
     be.matmul_to_host(xn, t, &ex.router, &mut s.probs)?;
     s.sel.resize(t * k, 0);
     s.weight.resize(t * k, 0.0);
@@ -182,6 +186,9 @@ pub(crate) fn moe_ffn<B: Backend>(
             continue;
         }
         run += 1;
+        for c in &ex.expert_cost {
+            tm.matmul(n, c);
+        }
         bytes += [&ex.gate[e], &ex.up[e], &ex.down[e]]
             .iter()
             .map(|w| be.weight_bytes(w) as u64)
@@ -212,5 +219,6 @@ pub(crate) fn moe_ffn<B: Backend>(
     }
     // Every (token, slot) was written: each token routes to k distinct experts.
     be.sum_slots(B::view(&s.slots, 0..t * k * d), k, d, out)?;
-    Ok((bytes, run))
+    tm.experts(bytes, run);
+    Ok(())
 }

@@ -277,8 +277,7 @@ impl<B: Backend> Graph<'_, B> {
             }
             Ffn::Moe(experts) => {
                 let (xn, proj) = (B::view(&s.xn, 0..n), B::view_mut(&mut s.proj, 0..n));
-                let (bytes, run) = moe::moe_ffn(be, experts, xn, t, d, proj, &mut s.moe)?;
-                tm.experts(bytes, run);
+                moe::moe_ffn(be, tm, experts, xn, t, d, proj, &mut s.moe)?;
                 tm.mark(be, Part::Gemm)?;
                 if let Some(shared) = &experts.shared {
                     // llama.cpp: `moe_out + ffn_shexp`, the shared block on the same
@@ -313,6 +312,7 @@ impl<B: Backend> Graph<'_, B> {
         )?;
         tm.mark(be, Part::Other)?;
         let lm_w = &self.weights.output;
+        tm.matmul(t, &lm_w.cost);
         be.matmul_to_host(B::view(&s.xn, 0..n), t, &lm_w.w, out)?;
         tm.mark(be, Part::LmHead)?;
         if let Some(b) = &lm_w.b {
@@ -367,6 +367,7 @@ fn linear<B: Backend>(
     t: usize,
     mut y: B::ViewMut<'_>,
 ) -> Result<()> {
+    tm.matmul(t, &lin.cost);
     match &lin.b {
         None => {
             be.matmul(x, t, &lin.w, y)?;

@@ -298,7 +298,7 @@ impl<const MINS: bool> Fold<MINS> {
     unsafe fn new(w: &QuantPacked, p: usize, b: usize) -> Self {
         Fold {
             // SAFETY: the caller's contract.
-            consts: unsafe { BlockFold::new(w, p, b) },
+            consts: unsafe { BlockFold::new(w, w.k / 256, p, b) },
             nblk: w.k / 256,
             b,
         }

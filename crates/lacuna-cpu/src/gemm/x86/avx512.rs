@@ -16,6 +16,14 @@ const TT: usize = 6;
 /// Tokens per register tile of the float kernel.
 const TF: usize = 6;
 
+/// The tokens of the next register tile when `left` remain: as many tiles as tiles of
+/// `max` would need, of sizes differing by at most one (32 tokens run as 6+6+5+5+5+5, not
+/// 6x5+2: a 2-token tile has too few independent chains to hide the dot latency).
+#[inline(always)]
+fn balanced(left: usize, max: usize) -> usize {
+    left.div_ceil(left.div_ceil(max))
+}
+
 /// AVX-512 VNNI quantized GEMM over panels `p0..p0 + np`.
 ///
 /// # Safety
@@ -26,7 +34,7 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
         ($sub:literal, $sc:literal, $mins:literal) => {{
             let mut t0 = 0;
             while t0 < out.t {
-                let tt = (out.t - t0).min(TT);
+                let tt = balanced(out.t - t0, TT);
                 // SAFETY: same contract as this function; tile bounds checked here.
                 unsafe {
                     match (np, tt) {
@@ -86,8 +94,16 @@ unsafe fn tile<
     let nsub = block / SUB;
     debug_assert!(p0 + R <= w.panels && t0 + T <= out.t);
     debug_assert!(a.q.len() >= (t0 + T) * k && a.d.len() >= (t0 + T) * nblk);
-    let qs: [*const i8; R] = std::array::from_fn(|r| w.qs[(p0 + r) * PANEL * k..].as_ptr());
-    let xq: [*const u8; T] = std::array::from_fn(|t| a.q[(t0 + t) * k..].as_ptr());
+    // Plain loops, not `array::from_fn`: its closures are not inlined into this
+    // AVX-512 function.
+    let mut qs = [std::ptr::null::<i8>(); R];
+    for (r, q) in qs.iter_mut().enumerate() {
+        *q = w.qs[(p0 + r) * PANEL * k..].as_ptr();
+    }
+    let mut xq = [std::ptr::null::<u8>(); T];
+    for (t, x) in xq.iter_mut().enumerate() {
+        *x = a.q[(t0 + t) * k..].as_ptr();
+    }
     let mut facc = [[_mm512_setzero_ps(); T]; R];
     for b in 0..nblk {
         let mut bacc = [[_mm512_setzero_si512(); T]; R];
@@ -99,8 +115,10 @@ unsafe fn tile<
                 // SAFETY: kk + 4 <= k: the 64-byte line (kk/4) of each panel and 4 bytes of
                 // each token row are in bounds.
                 unsafe {
-                    let wv: [__m512i; R] =
-                        std::array::from_fn(|r| _mm512_loadu_si512(qs[r].add(kk * PANEL).cast()));
+                    let mut wv = [_mm512_setzero_si512(); R];
+                    for r in 0..R {
+                        wv[r] = _mm512_loadu_si512(qs[r].add(kk * PANEL).cast());
+                    }
                     for t in 0..T {
                         let xb = _mm512_set1_epi32(xq[t].add(kk).cast::<i32>().read_unaligned());
                         for r in 0..R {
@@ -126,7 +144,7 @@ unsafe fn tile<
         }
         for r in 0..R {
             // SAFETY: panel p0 + r and block b exist.
-            let fold = unsafe { BlockFold::<MINS>::new(w, p0 + r, b) };
+            let fold = unsafe { BlockFold::<MINS>::new(w, nblk, p0 + r, b) };
             for t in 0..T {
                 let tb = (t0 + t) * nblk + b;
                 let xs = if MINS {
@@ -155,19 +173,26 @@ pub(super) struct BlockFold<const MINS: bool> {
     mins: [__m512i; 4],
 }
 
+// These helpers run inside the kernels' block loops: they are always inlined into the
+// kernel (which enables AVX-512), never called. A call there costs more than the fold: every
+// live zmm accumulator is caller-saved and spilled around it.
 impl<const MINS: bool> BlockFold<MINS> {
     /// # Safety
-    /// AVX-512 F; panel `p` and block `b` of `w` exist.
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    pub(super) unsafe fn new(w: &QuantPacked, p: usize, b: usize) -> Self {
-        let pb = (p * (w.k / w.kind.block()) + b) * PANEL;
+    /// AVX-512 F in the caller; `nblk` is `w`'s blocks per row; panel `p` and block `b` of
+    /// `w` exist.
+    #[inline(always)]
+    pub(super) unsafe fn new(w: &QuantPacked, nblk: usize, p: usize, b: usize) -> Self {
+        let pb = (p * nblk + b) * PANEL;
         // SAFETY: `corr`, `d` (and `dmin`, `mins` when MINS) are [panel][block][16...];
-        // `pb + 16` (`8 * (pb + 16)` for mins) is in bounds.
+        // `pb + 16` (`8 * (pb + 16)` for mins) is in bounds; AVX-512 F by the contract.
         unsafe {
             let mins: [__m512i; 4] = if MINS {
                 let mp = w.mins[pb * 8..pb * 8 + 8 * PANEL].as_ptr();
-                std::array::from_fn(|q| _mm512_loadu_si512(mp.add(q * 2 * PANEL).cast()))
+                let mut m = [_mm512_setzero_si512(); 4];
+                for (q, mq) in m.iter_mut().enumerate() {
+                    *mq = _mm512_loadu_si512(mp.add(q * 2 * PANEL).cast());
+                }
+                m
             } else {
                 [_mm512_setzero_si512(); 4]
             };
@@ -188,42 +213,54 @@ impl<const MINS: bool> BlockFold<MINS> {
     /// [`BlockFold::add_isum`], then (MINS) [`BlockFold::sub_mins`].
     ///
     /// # Safety
-    /// AVX-512 F/VNNI; `xs` holds 8 values when MINS.
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512vnni")]
+    /// AVX-512 F/VNNI in the caller; `xs` holds 8 values when MINS.
+    #[inline(always)]
     pub(super) unsafe fn apply(&self, acc: __m512, isum: __m512i, xd: f32, xs: &[i16]) -> __m512 {
-        let f = self.add_isum(acc, isum, xd);
-        if MINS { self.sub_mins(f, xd, xs) } else { f }
+        // SAFETY: the caller's contract.
+        unsafe {
+            let f = self.add_isum(acc, isum, xd);
+            if MINS { self.sub_mins(f, xd, xs) } else { f }
+        }
     }
 
     /// `acc + (d * xd) * (isum - corr)`.
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    pub(super) fn add_isum(&self, acc: __m512, isum: __m512i, xd: f32) -> __m512 {
-        let xd = _mm512_set1_ps(xd);
-        let isum = _mm512_sub_epi32(isum, self.corr);
-        _mm512_add_ps(
-            acc,
-            _mm512_mul_ps(_mm512_mul_ps(self.d, xd), _mm512_cvtepi32_ps(isum)),
-        )
+    ///
+    /// # Safety
+    /// AVX-512 F in the caller.
+    #[inline(always)]
+    pub(super) unsafe fn add_isum(&self, acc: __m512, isum: __m512i, xd: f32) -> __m512 {
+        // SAFETY: register-only AVX-512 F operations (the caller's contract).
+        unsafe {
+            let xd = _mm512_set1_ps(xd);
+            let isum = _mm512_sub_epi32(isum, self.corr);
+            _mm512_add_ps(
+                acc,
+                _mm512_mul_ps(_mm512_mul_ps(self.d, xd), _mm512_cvtepi32_ps(isum)),
+            )
+        }
     }
 
     /// `acc - (dmin * xd) * msum`, `msum` = the mins times the token's 8 sums `xs`.
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512vnni")]
-    pub(super) fn sub_mins(&self, acc: __m512, xd: f32, xs: &[i16]) -> __m512 {
+    ///
+    /// # Safety
+    /// AVX-512 F/VNNI in the caller.
+    #[inline(always)]
+    pub(super) unsafe fn sub_mins(&self, acc: __m512, xd: f32, xs: &[i16]) -> __m512 {
         let xs = xs[..8].as_ptr().cast::<i32>();
-        let mut msum = _mm512_setzero_si512();
-        for (q, mq) in self.mins.iter().enumerate() {
-            // SAFETY: pair q of the 8 sums (length checked by the slice above).
-            let pair = _mm512_set1_epi32(unsafe { xs.add(q).read_unaligned() });
-            msum = _mm512_dpwssd_epi32(msum, *mq, pair);
+        // SAFETY: pair q of the 8 sums (length checked by the slice above); AVX-512
+        // F/VNNI by the contract.
+        unsafe {
+            let mut msum = _mm512_setzero_si512();
+            for (q, mq) in self.mins.iter().enumerate() {
+                let pair = _mm512_set1_epi32(xs.add(q).read_unaligned());
+                msum = _mm512_dpwssd_epi32(msum, *mq, pair);
+            }
+            let xd = _mm512_set1_ps(xd);
+            _mm512_sub_ps(
+                acc,
+                _mm512_mul_ps(_mm512_mul_ps(self.dmin, xd), _mm512_cvtepi32_ps(msum)),
+            )
         }
-        let xd = _mm512_set1_ps(xd);
-        _mm512_sub_ps(
-            acc,
-            _mm512_mul_ps(_mm512_mul_ps(self.dmin, xd), _mm512_cvtepi32_ps(msum)),
-        )
     }
 }
 
@@ -275,7 +312,7 @@ pub(crate) unsafe fn float_panels<const ACC: bool>(
 ) {
     let mut t0 = 0;
     while t0 < out.t {
-        let tt = (out.t - t0).min(TF);
+        let tt = balanced(out.t - t0, TF);
         // SAFETY: same contract as this function; tile bounds checked here.
         unsafe {
             match (np, tt) {

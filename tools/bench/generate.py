@@ -18,7 +18,7 @@ block 32, prompt 32, greedy. Random weights give no confidence, so the parallel 
 commit one token per step too; their tokens per forward are measured on the demo model
 (`crates/lacuna/examples/cache_quality.rs`).
 """
-import argparse, datetime, json, os, sys
+import argparse, datetime, json, os, subprocess, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from forward import LACUNA, ORACLES, ROOT, machine, prepare_run, run  # noqa: E402
@@ -38,6 +38,13 @@ def main():
     ap.add_argument("--machine-id", default="xeon-2c-amx")
     ap.add_argument("--skip-llama", action="store_true")
     ap.add_argument("--builds", nargs="+", default=["amx"], help="llama.cpp builds to run")
+    ap.add_argument("--llama-cli", help="llama-diffusion-cli of llama.cpp's own cmake build (the speed "
+                    "reference of shared/ORACLE.md), run beside the oracle builds")
+    ap.add_argument("--llama-cli-build", default="native-clang", help="label of that build")
+    ap.add_argument("--llama-cli-steps", type=int, default=20,
+                    help="steps llama-diffusion-cli runs: its loop costs the same every step (one "
+                         "all-position forward), and its block schedule needs a multiple of the "
+                         "canvas's blocks, prompt included")
     a = ap.parse_args()
 
     model, commit, outdir = prepare_run(a)
@@ -49,6 +56,8 @@ def main():
                 for build in a.builds:
                     if os.path.exists(ORACLES[build]):
                         llama(a, model, commit, outdir, g, th, build)
+            if a.llama_cli:
+                llama_cli(a, model, commit, outdir, g, th)
 
 
 def shown(cmd):
@@ -100,6 +109,55 @@ def llama(a, model, commit, outdir, g, th, build):
     write(outdir, f"{a.model_id}-generate-g{g}-llama-{build}-t{th}.json", res)
     print(f"llama.cpp {build:12} gen {g:4} threads {th}: {r['median']:8.1f} ms/step, "
           f"{r['generated_tokens_per_s']:.3f} tokens/s", flush=True)
+
+
+def llama_cli(a, model, commit, outdir, g, th):
+    """llama.cpp's own `llama-diffusion-cli` on the same file: its printed total over the steps
+    it ran. The prompt is `prompt_tokens` ASCII letters: the fixtures' vocabulary is byte-level,
+    one token per character (`lacuna tokenize` shows it)."""
+    import re
+    load = open("/proc/loadavg").read().split()[0]
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    canvas = a.prompt_tokens + g
+    prompt = ("abcdefghijklmnopqrstuvwxyz" * 8)[:a.prompt_tokens]
+    cmd = [a.llama_cli, "-m", a.model, "-p", prompt, "-ub", str(canvas), "-b", str(canvas),
+           "-c", str(canvas), "-n", str(g), "-t", str(th), "-tb", str(th),
+           "--diffusion-steps", str(a.llama_cli_steps), "--diffusion-block-length", str(a.block_length)]
+    out, peak = run_merged(cmd)
+    m = re.search(r"total time: ([0-9.]+)ms, time per step: ([0-9.]+)ms", out)
+    if not m:
+        sys.exit(f"no timing in llama-diffusion-cli's output:\n{out[-2000:]}")
+    per_step = float(m.group(2))
+    res = dict(schema="lacuna.bench.v1",
+               engine=dict(name="llama.cpp", version="llama-cpp-python 0.3.36 vendor", build=a.llama_cli_build),
+               repo_commit=commit, date=date, machine=dict(id=a.machine_id, **machine(th)), model=model,
+               workload=dict(kind="generate", prompt_tokens=a.prompt_tokens, gen_tokens=g, steps=g,
+                             block_length=a.block_length, cache="none",
+                             sampler="llada low_confidence t=0" if model["architecture"] == "llada"
+                             else "dream parallel 1 token/step t=0"),
+               figures=dict(runs=1, step_ms=dict(median=per_step, min=per_step, max=per_step),
+                            forward_tokens_per_s=canvas / (per_step / 1000),
+                            generated_tokens_per_s=g / (per_step * g / 1000), startup_s=None,
+                            peak_rss_bytes=peak, forwards=g, positions_per_forward=float(canvas)),
+               notes=f"{shown(cmd)}: llama.cpp's own cmake build (shared/ORACLE.md, the speed reference), "
+                     f"its uncached loop, one all-position forward per step; {a.llama_cli_steps} steps "
+                     f"timed (the cost per step does not depend on their number), tokens/s "
+                     f"extrapolated to steps = {g}. Load average before the run: {load}.")
+    write(outdir, f"{a.model_id}-generate-g{g}-llama-{a.llama_cli_build}-t{th}.json", res)
+    print(f"llama.cpp {a.llama_cli_build:12} gen {g:4} threads {th}: {per_step:8.1f} ms/step", flush=True)
+
+
+def run_merged(cmd):
+    """Runs cmd with stderr merged into stdout (llama.cpp logs its timings there)."""
+    import tempfile
+    with tempfile.TemporaryFile("w+") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, text=True)
+        _, status, usage = os.wait4(proc.pid, 0)
+        out.seek(0)
+        text = out.read()
+        if os.waitstatus_to_exitcode(status) != 0:
+            sys.exit(f"failed: {' '.join(cmd)}\n{text[-2000:]}")
+        return text, usage.ru_maxrss * 1024
 
 
 def write(outdir, name, res):

@@ -99,6 +99,11 @@ def main():
                     "into machine.gpu and the device into the result's name")
     ap.add_argument("--weights", help="lacuna's --weights (MoE experts: auto, compact, fast); "
                     "also suffixed to the lacuna result's name")
+    ap.add_argument("--llama-cli", nargs="+", default=[], metavar="BUILD=PATH",
+                    help="llama-diffusion-cli binaries of llama.cpp's own cmake builds (the speed "
+                         "reference of shared/ORACLE.md), e.g. avx2-clang=/tmp/ref/b-avx2/bin/"
+                         "llama-diffusion-cli: one forward over the T-position canvas per step, timed "
+                         "over 5 steps (T a multiple of 32)")
     a = ap.parse_args()
 
     model, commit, outdir = prepare_run(a)
@@ -111,6 +116,8 @@ def main():
                 for build, exe in ORACLES.items():
                     if build in a.builds and os.path.exists(exe):
                         jobs.append(("llama.cpp", build, t, th))
+            for spec in a.llama_cli:
+                jobs.append(("llama.cpp", "cli:" + spec.split("=", 1)[0], t, th))
     pooled = {}
     for rnd in range(a.rounds):
         for job in jobs:
@@ -137,9 +144,14 @@ def main():
                                 forward_tokens_per_s=t / (med / 1000), generated_tokens_per_s=None, startup_s=None,
                                 peak_rss_bytes=max(r["peak"] for r in rs)),
                    notes=notes)
+        if r0.get("floor"):
+            # The first round's floor, its ratio against the pooled median.
+            fl = dict(r0["floor"])
+            fl["ratio"] = med / fl["floor_ms"]
+            res["figures"]["floor"] = fl
         who = ("lacuna" + (f"-{a.weights}" if a.weights else "") + (f"-{a.lacuna_path}" if a.lacuna_path else "")
                + (f"-{a.lacuna_device.replace(':', '')}" if a.lacuna_device else "")
-               if engine == "lacuna" else f"llama-{build}")
+               if engine == "lacuna" else f"llama-{build.removeprefix('cli:')}")
         name = os.path.join(outdir, f"{a.model_id}-T{t}-{who}-t{th}-{a.tag}.json")
         with open(name, "w") as f:
             json.dump(res, f, indent=2)
@@ -155,6 +167,8 @@ def measure(a, engine, build, t, th):
         cmd = [LACUNA, "bench", "-m", a.model, "--forward", "--seq-len", str(t), "--threads", str(th),
                "--runs", str(a.runs), "--json"] + (["--weights", a.weights] if a.weights else []) \
             + (["--device", a.lacuna_device] if a.lacuna_device else [])
+    elif build.startswith("cli:"):
+        return measure_cli(a, build, t, th, load, date)
     else:
         cmd = [ORACLES[build], "bench", "--model", a.llama_model or a.model, "--seq-len", str(t),
                "--threads", str(th), "--runs", str(a.runs), "--json"]
@@ -179,7 +193,32 @@ def measure(a, engine, build, t, th):
         eng = dict(name="llama.cpp", version=r["llama_cpp_version"], build=r["build_flavour"])
         notes = f"{shown} (non-causal, flash attention off, all-position logits)."
     return dict(med=med, min=mn, max=mx, peak=peak, eng=eng, notes=notes, load=load, date=date,
-                commit=r.get("build_commit") if engine == "lacuna" else None, gpu=r.get("gpu"))
+                commit=r.get("build_commit") if engine == "lacuna" else None, gpu=r.get("gpu"),
+                floor=r.get("floor") if engine == "lacuna" else None)
+
+
+def measure_cli(a, build, t, th, load, date):
+    """llama-diffusion-cli over a T-position canvas (16 prompt characters: the fixtures'
+    vocabulary is byte-level) for 5 steps: its printed time per step is one forward."""
+    import re
+    name = build.removeprefix("cli:")
+    exe = dict(s.split("=", 1) for s in a.llama_cli)[name]
+    cmd = [exe, "-m", a.llama_model or a.model, "-p", "abcdefghijklmnop", "-ub", str(t),
+           "-b", str(t), "-c", str(t), "-n", str(t - 16), "-t", str(th), "-tb", str(th),
+           "--diffusion-steps", "5", "--diffusion-block-length", "32"]
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
+        out = proc.stdout.read()
+        _, status, usage = os.wait4(proc.pid, 0)
+    m = re.search(r"time per step: ([0-9.]+)ms", out)
+    if os.waitstatus_to_exitcode(status) != 0 or not m:
+        sys.exit(f"failed: {' '.join(cmd)}\n{out[-2000:]}")
+    per = float(m.group(1))
+    shown = " ".join(cmd)
+    return dict(med=per, min=per, max=per, peak=usage.ru_maxrss * 1024,
+                eng=dict(name="llama.cpp", version="llama-cpp-python 0.3.36 vendor", build=name),
+                notes=f"{shown}: llama.cpp's own cmake build, the mean of 5 steps, each one "
+                      f"non-causal forward with all-position logits.",
+                load=load, date=date, commit=None, gpu=None, floor=None)
 
 
 if __name__ == "__main__":

@@ -90,22 +90,14 @@ def llama(a, model, commit, outdir, g, th, build):
            "--threads", str(th), "--json"]
     out, peak = run(cmd)
     r = json.loads(out)
-    canvas = a.prompt_tokens + g
-    res = dict(schema="lacuna.bench.v1",
-               engine=dict(name="llama.cpp", version=r["llama_cpp_version"], build=r["build_flavour"]),
-               repo_commit=commit, date=date, machine=dict(id=a.machine_id, **machine(th)), model=model,
-               workload=dict(kind="generate", prompt_tokens=a.prompt_tokens, gen_tokens=g, steps=g,
-                             block_length=a.block_length, cache="none",
-                             sampler="llada low_confidence t=0" if model["architecture"] == "llada"
-                             else "dream parallel 1 token/step t=0"),
-               figures=dict(runs=1, step_ms=dict(median=r["median"], min=r["min"], max=r["max"]),
-                            forward_tokens_per_s=canvas / (r["median"] / 1000),
-                            generated_tokens_per_s=r["generated_tokens_per_s"], startup_s=None,
-                            peak_rss_bytes=peak, forwards=g, positions_per_forward=float(canvas)),
-               notes=f"{shown(cmd)} (llama-diffusion-cli's loop: non-causal, flash attention off, "
-                     f"all-position logits every step, no cache; one token committed per step, "
-                     f"so the per-step cost is the same for either model's sampler). "
-                     f"Load average before the run: {load}.")
+    res = llama_result(a, model, commit, date, g, th, peak,
+                       engine=dict(name="llama.cpp", version=r["llama_cpp_version"], build=r["build_flavour"]),
+                       spread=dict(median=r["median"], min=r["min"], max=r["max"]),
+                       tokens_per_s=r["generated_tokens_per_s"],
+                       notes=f"{shown(cmd)} (llama-diffusion-cli's loop: non-causal, flash attention off, "
+                             f"all-position logits every step, no cache; one token committed per step, "
+                             f"so the per-step cost is the same for either model's sampler). "
+                             f"Load average before the run: {load}.")
     write(outdir, f"{a.model_id}-generate-g{g}-llama-{build}-t{th}.json", res)
     print(f"llama.cpp {build:12} gen {g:4} threads {th}: {r['median']:8.1f} ms/step, "
           f"{r['generated_tokens_per_s']:.3f} tokens/s", flush=True)
@@ -128,23 +120,33 @@ def llama_cli(a, model, commit, outdir, g, th):
     if not m:
         sys.exit(f"no timing in llama-diffusion-cli's output:\n{out[-2000:]}")
     per_step = float(m.group(2))
-    res = dict(schema="lacuna.bench.v1",
-               engine=dict(name="llama.cpp", version="llama-cpp-python 0.3.36 vendor", build=a.llama_cli_build),
-               repo_commit=commit, date=date, machine=dict(id=a.machine_id, **machine(th)), model=model,
-               workload=dict(kind="generate", prompt_tokens=a.prompt_tokens, gen_tokens=g, steps=g,
-                             block_length=a.block_length, cache="none",
-                             sampler="llada low_confidence t=0" if model["architecture"] == "llada"
-                             else "dream parallel 1 token/step t=0"),
-               figures=dict(runs=1, step_ms=dict(median=per_step, min=per_step, max=per_step),
-                            forward_tokens_per_s=canvas / (per_step / 1000),
-                            generated_tokens_per_s=g / (per_step * g / 1000), startup_s=None,
-                            peak_rss_bytes=peak, forwards=g, positions_per_forward=float(canvas)),
-               notes=f"{shown(cmd)}: llama.cpp's own cmake build (shared/ORACLE.md, the speed reference), "
-                     f"its uncached loop, one all-position forward per step; {a.llama_cli_steps} steps "
-                     f"timed (the cost per step does not depend on their number), tokens/s "
-                     f"extrapolated to steps = {g}. Load average before the run: {load}.")
+    res = llama_result(a, model, commit, date, g, th, peak,
+                       engine=dict(name="llama.cpp", version="llama-cpp-python 0.3.36 vendor",
+                                   build=a.llama_cli_build),
+                       spread=dict(median=per_step, min=per_step, max=per_step),
+                       notes=f"{shown(cmd)}: llama.cpp's own cmake build (shared/ORACLE.md, the speed "
+                             f"reference), its uncached loop, one all-position forward per step; "
+                             f"{a.llama_cli_steps} steps timed (the cost per step does not depend on "
+                             f"their number), tokens/s at one token per step. Load average before the "
+                             f"run: {load}.")
     write(outdir, f"{a.model_id}-generate-g{g}-llama-{a.llama_cli_build}-t{th}.json", res)
     print(f"llama.cpp {a.llama_cli_build:12} gen {g:4} threads {th}: {per_step:8.1f} ms/step", flush=True)
+
+
+def llama_result(a, model, commit, date, g, th, peak, engine, spread, notes, tokens_per_s=None):
+    """A llama.cpp generate result: its uncached loop over the whole canvas, one token a step
+    (`tokens_per_s` where measured end to end, else one token per median step)."""
+    canvas = a.prompt_tokens + g
+    return dict(schema="lacuna.bench.v1", engine=engine, repo_commit=commit, date=date,
+                machine=dict(id=a.machine_id, **machine(th)), model=model,
+                workload=dict(kind="generate", prompt_tokens=a.prompt_tokens, gen_tokens=g, steps=g,
+                              block_length=a.block_length, cache="none",
+                              sampler="llada low_confidence t=0" if model["architecture"] == "llada"
+                              else "dream parallel 1 token/step t=0"),
+                figures=dict(runs=1, step_ms=spread, forward_tokens_per_s=canvas / (spread["median"] / 1000),
+                             generated_tokens_per_s=tokens_per_s or 1000 / spread["median"], startup_s=None,
+                             peak_rss_bytes=peak, forwards=g, positions_per_forward=float(canvas)),
+                notes=notes)
 
 
 def run_merged(cmd):

@@ -20,16 +20,21 @@ fn hsum(v: __m256i) -> i32 {
 }
 
 /// Eight f16 values at byte `at` of each of the blocks, widened (exact).
-#[inline]
-#[target_feature(enable = "avx2,f16c")]
-pub(crate) fn f16x8(bytes: &[u8], base: usize, stride: usize, at: usize) -> __m256 {
+///
+/// Always inlined into its kernels (once per block of eight rows): left to the inliner it
+/// stayed a call, and every live vector register was spilled around it.
+///
+/// # Safety
+/// The caller enables AVX2 and F16C.
+#[inline(always)]
+pub(crate) unsafe fn f16x8(bytes: &[u8], base: usize, stride: usize, at: usize) -> __m256 {
     let mut h = [0u16; 8];
     for (r, h) in h.iter_mut().enumerate() {
         let i = base + r * stride + at;
         *h = u16::from_le_bytes([bytes[i], bytes[i + 1]]);
     }
-    // SAFETY: an 8 x u16 load of an 8-element array.
-    _mm256_cvtph_ps(unsafe { _mm_loadu_si128(h.as_ptr().cast()) })
+    // SAFETY: an 8 x u16 load of an 8-element array; F16C by the contract.
+    unsafe { _mm256_cvtph_ps(_mm_loadu_si128(h.as_ptr().cast())) }
 }
 
 /// ggml's `utmp` unpacking of Q4_K's 12 scale bytes: the eight 6-bit scales and the eight
@@ -134,7 +139,8 @@ pub(crate) unsafe fn q4k_rows8(
         // Block b of rows row0..row0 + 8.
         let base = row0 * rb + b * 144;
         let bytes = &w.bytes[base..base + 7 * rb + 144];
-        let (dv, dminv) = (f16x8(bytes, 0, rb, 0), f16x8(bytes, 0, rb, 2));
+        // SAFETY: this function enables AVX2 and F16C.
+        let (dv, dminv) = unsafe { (f16x8(bytes, 0, rb, 0), f16x8(bytes, 0, rb, 2)) };
         for r in 0..8 {
             let blk = &bytes[r * rb..r * rb + 144];
             let (sc, m) = scales_mins_utmp(&blk[4..16]);
@@ -215,7 +221,8 @@ pub(crate) unsafe fn q6k_rows8(
     for b in 0..nblk {
         let base = row0 * rb + b * 210;
         let bytes = &w.bytes[base..base + 7 * rb + 210];
-        let dv = f16x8(bytes, 0, rb, 208);
+        // SAFETY: this function enables AVX2 and F16C.
+        let dv = unsafe { f16x8(bytes, 0, rb, 208) };
         for r in 0..8 {
             let blk = &bytes[r * rb..r * rb + 210];
             // SAFETY: 16 bytes at 192 within the 210-byte block.

@@ -43,7 +43,8 @@ pub(crate) unsafe fn q4k_rows8(
     for b in 0..nblk {
         let base = row0 * rb + b * 144;
         let bytes = &w.bytes[base..base + 7 * rb + 144];
-        let (dv, dminv) = (f16x8(bytes, 0, rb, 0), f16x8(bytes, 0, rb, 2));
+        // SAFETY: this function enables AVX2 and F16C.
+        let (dv, dminv) = unsafe { (f16x8(bytes, 0, rb, 0), f16x8(bytes, 0, rb, 2)) };
         for r in 0..8 {
             let blk = &bytes[r * rb..r * rb + 144];
             let (sc, m) = scales_mins_utmp(&blk[4..16]);
@@ -118,7 +119,8 @@ pub(crate) unsafe fn q6k_rows8(
     for b in 0..nblk {
         let base = row0 * rb + b * 210;
         let bytes = &w.bytes[base..base + 7 * rb + 210];
-        let dv = f16x8(bytes, 0, rb, 208);
+        // SAFETY: this function enables AVX2 and F16C.
+        let dv = unsafe { f16x8(bytes, 0, rb, 208) };
         for r in 0..8 {
             let blk = &bytes[r * rb..r * rb + 210];
             // SAFETY: 16 bytes at 192 within the 210-byte block.

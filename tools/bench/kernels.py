@@ -88,7 +88,7 @@ def main():
                 ops = 2 * t * n * k
                 for p in a.paths:
                     for th in a.threads:
-                        lo, est, hi = estimate_ns("gemm", f"{p}/{ty}/{nk}", f"T{t}_th{th}")
+                        lo, est, hi = estimate_ns("gemm", f"{p}/{ty}/fast/{nk}", f"T{t}_th{th}")
                         g = [round(ops / hi, 1), round(ops / est, 1), round(ops / lo, 1)]
                         wbytes = n * k * FILE_BYTES_PER_ELEMENT.get(ty.lower(), 0)
                         wgbs = round(wbytes / est, 2) if wbytes else None  # bytes per ns = GB/s

@@ -2,6 +2,7 @@
 
 use serde_json::{Value, json};
 
+use crate::logprobs;
 use crate::params::Endpoint;
 use crate::scheduler::Finished;
 
@@ -64,13 +65,13 @@ impl Envelope {
             Endpoint::Chat => json!({
                 "index": 0,
                 "message": {"role": "assistant", "content": f.text, "refusal": null},
-                "logprobs": null,
+                "logprobs": self.logprobs(f),
                 "finish_reason": f.finish_reason,
             }),
             Endpoint::Completion => json!({
                 "index": 0,
                 "text": f.text,
-                "logprobs": null,
+                "logprobs": self.logprobs(f),
                 "finish_reason": f.finish_reason,
             }),
         };
@@ -78,6 +79,13 @@ impl Envelope {
             false,
             json!({"choices": [choice], "usage": usage(f), "diffusion": diffusion_report(f)}),
         )
+    }
+
+    /// The choice's `logprobs`: null unless asked for.
+    fn logprobs(&self, f: &Finished) -> Value {
+        f.logprobs
+            .as_ref()
+            .map_or(Value::Null, |e| logprobs::render(self.endpoint, e, 0))
     }
 
     /// A stream chunk with `delta` text (chat: the first carries the role), an optional

@@ -12,6 +12,7 @@ use lacuna::{CancelToken, Finish, Output, Prepared, SharedEngine, StepView};
 use tokio::sync::mpsc;
 
 use crate::error::ApiError;
+use crate::logprobs::{self, Entry};
 use crate::text::SettledText;
 
 /// One generation to run.
@@ -60,6 +61,8 @@ pub(crate) struct Finished {
     pub(crate) completion_tokens: usize,
     /// Sampler counters and timings (`None` when a stop sequence ended it early).
     pub(crate) output: Option<Output>,
+    /// With log-probabilities requested: one per completion token, decoded.
+    pub(crate) logprobs: Option<Vec<Entry>>,
 }
 
 /// Counters for `/metrics`.
@@ -269,8 +272,15 @@ fn run_job(engine: &SharedEngine, metrics: &Metrics, job: &Job) -> Event {
     let tokenizer = Arc::clone(engine.tokenizer());
     let mask = engine.mask_token_id();
     let mut text = SettledText::new(&tokenizer, mask, engine.eos_ids(), job.stop.clone());
+    // The records as of the last step, for a generation a stop sequence cancels (which
+    // returns no output); only kept when asked for.
+    let mut last_records: Vec<Option<lacuna::TokenLogprob>> = Vec::new();
     let result = engine.generate(&job.prepared, &job.cancel, |view: &StepView<'_>| {
         metrics.record_step(view.committed.len() as u64);
+        if let Some(records) = view.logprobs {
+            last_records.clear();
+            last_records.extend_from_slice(records);
+        }
         let generated = &view.canvas[view.prompt_len..];
         let delta = text.update(&tokenizer, generated);
         if text.stopped() {
@@ -312,6 +322,10 @@ fn run_job(engine: &SharedEngine, metrics: &Metrics, job: &Job) -> Event {
                 },
                 prompt_tokens,
                 completion_tokens,
+                logprobs: out
+                    .logprobs
+                    .as_ref()
+                    .map(|r| logprobs::entries(&tokenizer, r, completion_tokens)),
                 output: Some(out),
             }))
         }
@@ -321,6 +335,10 @@ fn run_job(engine: &SharedEngine, metrics: &Metrics, job: &Job) -> Event {
             finish_reason: "stop",
             prompt_tokens,
             completion_tokens: text.settled_tokens(),
+            logprobs: job
+                .prepared
+                .logprobs()
+                .map(|_| logprobs::entries(&tokenizer, &last_records, text.settled_tokens())),
             output: None,
         })),
         Err(lacuna::Error::Cancelled) => Event::Failed(cancelled()),

@@ -120,3 +120,18 @@ pub(crate) fn render(endpoint: Endpoint, entries: &[Entry], offset: usize) -> Va
         }
     }
 }
+
+/// Where the next streamed entries start in the text (completions' `text_offset`).
+#[derive(Debug, Default)]
+pub(crate) struct Offsets {
+    at: usize,
+}
+
+impl Offsets {
+    /// `entries` with their starting offset; advances past them.
+    pub(crate) fn next<'e>(&mut self, entries: &'e [Entry]) -> (&'e [Entry], usize) {
+        let start = self.at;
+        self.at += entries.iter().map(|e| e.token.text.len()).sum::<usize>();
+        (entries, start)
+    }
+}

@@ -182,13 +182,6 @@ pub(crate) fn parse(body: &[u8], endpoint: Endpoint) -> Result<ApiRequest, ApiEr
     let stop = stop_sequences(&f)?;
     let stream = f.bool("stream")?.unwrap_or(false);
     g.logprobs = logprobs(&f, endpoint)?;
-    if stream && g.logprobs.is_some() {
-        return Err(ApiError::invalid(
-            "logprobs",
-            "`logprobs` with `stream` is not supported yet; ask without streaming",
-        )
-        .with_code("unsupported_parameter"));
-    }
     let (include_usage, include_canvas) = stream_options(&obj, stream)?;
     if let Some(d) = obj.get("diffusion") {
         diffusion(d, &mut g)?;

@@ -89,13 +89,15 @@ impl Envelope {
     }
 
     /// A stream chunk with `delta` text (chat: the first carries the role), an optional
-    /// finish reason and an optional canvas.
+    /// finish reason, an optional canvas, and optional log-probabilities (with the
+    /// completions' `text_offset` of the first).
     pub(crate) fn chunk(
         &self,
         delta: Option<&str>,
         first: bool,
         finish_reason: Option<&str>,
         canvas: Option<Value>,
+        logprobs: Option<(&[logprobs::Entry], usize)>,
     ) -> Value {
         let mut choice = match self.endpoint {
             Endpoint::Chat => {
@@ -117,6 +119,9 @@ impl Envelope {
         };
         if let Some(c) = canvas {
             choice["canvas"] = c;
+        }
+        if let Some((entries, offset)) = logprobs {
+            choice["logprobs"] = logprobs::render(self.endpoint, entries, offset);
         }
         self.with(true, json!({"choices": [choice]}))
     }

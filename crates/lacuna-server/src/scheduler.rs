@@ -39,6 +39,8 @@ pub(crate) enum Event {
         delta: String,
         /// The whole canvas, when asked for.
         canvas: Option<serde_json::Value>,
+        /// With log-probabilities asked for: those of the tokens that settled this step.
+        logprobs: Option<Vec<Entry>>,
     },
     /// Generation ended.
     Done(Box<Finished>),
@@ -63,6 +65,8 @@ pub(crate) struct Finished {
     pub(crate) output: Option<Output>,
     /// With log-probabilities requested: one per completion token, decoded.
     pub(crate) logprobs: Option<Vec<Entry>>,
+    /// How many of `logprobs` went out in `Step` events already.
+    pub(crate) logprobs_sent: usize,
 }
 
 /// Counters for `/metrics`.
@@ -275,6 +279,8 @@ fn run_job(engine: &SharedEngine, metrics: &Metrics, job: &Job) -> Event {
     // The records as of the last step, for a generation a stop sequence cancels (which
     // returns no output); only kept when asked for.
     let mut last_records: Vec<Option<lacuna::TokenLogprob>> = Vec::new();
+    // Records of settled tokens already sent in a step.
+    let mut sent = 0;
     let result = engine.generate(&job.prepared, &job.cancel, |view: &StepView<'_>| {
         metrics.record_step(view.committed.len() as u64);
         if let Some(records) = view.logprobs {
@@ -286,15 +292,30 @@ fn run_job(engine: &SharedEngine, metrics: &Metrics, job: &Job) -> Event {
         if text.stopped() {
             job.cancel.cancel();
         }
+        // The tokens that settled with this step's text (a record exists for each: settled
+        // tokens are committed).
+        let logprobs = view.logprobs.and_then(|records| {
+            let settled = text.settled_tokens().min(records.len());
+            let new = records.get(sent..settled).unwrap_or_default();
+            let fresh = logprobs::entries(&tokenizer, new, new.len());
+            sent += fresh.len();
+            (!fresh.is_empty()).then_some(fresh)
+        });
         let canvas = job
             .include_canvas
             .then(|| crate::canvas::canvas_json(&tokenizer, mask, view));
-        if (delta.is_empty() && canvas.is_none()) || job.cancel.is_cancelled() && !text.stopped() {
+        if (delta.is_empty() && canvas.is_none() && logprobs.is_none())
+            || job.cancel.is_cancelled() && !text.stopped()
+        {
             return;
         }
         if job
             .events
-            .blocking_send(Event::Step { delta, canvas })
+            .blocking_send(Event::Step {
+                delta,
+                canvas,
+                logprobs,
+            })
             .is_err()
         {
             // The client is gone: stop at the next step.
@@ -326,6 +347,7 @@ fn run_job(engine: &SharedEngine, metrics: &Metrics, job: &Job) -> Event {
                     .logprobs
                     .as_ref()
                     .map(|r| logprobs::entries(&tokenizer, r, completion_tokens)),
+                logprobs_sent: sent,
                 output: Some(out),
             }))
         }
@@ -339,6 +361,7 @@ fn run_job(engine: &SharedEngine, metrics: &Metrics, job: &Job) -> Event {
                 .prepared
                 .logprobs()
                 .map(|_| logprobs::entries(&tokenizer, &last_records, text.settled_tokens())),
+            logprobs_sent: sent,
             output: None,
         })),
         Err(lacuna::Error::Cancelled) => Event::Failed(cancelled()),

@@ -56,7 +56,6 @@ fn bad_requests_are_400_naming_the_parameter() {
             "top_logprobs",
         ),
         (json!({"top_logprobs": 2}), "top_logprobs"), // without logprobs: true
-        (json!({"logprobs": true, "stream": true}), "logprobs"),
         (json!({"stop": [1]}), "stop"),
         (json!({"stop": ["a", "b", "c", "d", "e"]}), "stop"),
         (

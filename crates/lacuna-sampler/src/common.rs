@@ -49,7 +49,7 @@ impl Common {
         }
         if let Some(k) = self.logprobs {
             let max = crate::logprob::MAX_TOP_LOGPROBS;
-            in_range("top_logprobs", k as f64, k <= max, "at most 20")?;
+            in_range("logprobs", k as f64, k <= max, "at most 20")?;
         }
         self.mask_id.ok_or(ConfigError::MissingMaskId)
     }

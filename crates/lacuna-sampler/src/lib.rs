@@ -10,7 +10,9 @@
 //! `diffusion_sample` (entropy-ordered, whole canvas), and the first two offer
 //! Fast-dLLM's confidence-threshold parallel decoding as an opt-in [`ParallelConfig`]. Every
 //! config holds the shared [`Common`] settings (length, mask and end tokens); Dream, LLaDA2
-//! and RND1 filter their logits with [`sampling`]'s one [`Filters`]. All
+//! and RND1 filter their logits with [`sampling`]'s one [`Filters`]. With
+//! [`Common::logprobs`] set, each committed token's log-probability and alternatives are
+//! recorded from the step that committed it ([`logprob`]). All
 //! randomness comes from one [`UniformSource`] in a documented order, so a seed fixes the
 //! output. `tools/sampler-ref` holds a numpy transcription of the official code that wrote the
 //! committed cases in `tests/data`.

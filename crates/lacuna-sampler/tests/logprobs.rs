@@ -225,7 +225,7 @@ fn off_by_default_and_capped_at_twenty() {
     assert!(out.logprobs.is_none());
     config.common.logprobs = Some(21);
     let err = llada::generate(&mut toy, &PROMPT, &config, &mut rng, |_| {}).unwrap_err();
-    assert!(err.to_string().contains("top_logprobs"), "{err}");
+    assert!(err.to_string().contains("logprobs"), "{err}");
 }
 
 #[test]

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Checks `lacuna serve` against the official OpenAI Python client (version pinned in
-requirements.txt): chat, streamed chat, completions, model list, error mapping, API key, and a
+requirements.txt): chat, streamed chat, completions, log-probabilities, model list, error mapping, API key, and a
 clean exit on SIGTERM. Exits non-zero with a message naming the first failed check.
 
 Usage (repository root):
@@ -105,6 +105,31 @@ def main_checks(client):
     check(r.object == "text_completion", f"completion: object {r.object!r}")
     usage_ok(r.usage, "completion")
     print(f"ok   completion: {t.text[:60]!r}, finish {t.finish_reason}")
+
+    # 3b. Log-probabilities on both endpoints: one entry per completion token, each <= 0, the
+    # alternatives sorted (each token's figures come from the step that committed it).
+    r = client.chat.completions.create(model=MODEL, messages=MESSAGES, logprobs=True,
+                                       top_logprobs=3, **SETTINGS)
+    content = r.choices[0].logprobs.content
+    check(len(content) == r.usage.completion_tokens,
+          f"chat logprobs: {len(content)} entries for {r.usage.completion_tokens} tokens")
+    for e in content:
+        check(e.logprob <= 0, f"chat logprobs: {e.token!r} has logprob {e.logprob}")
+        check(bytes(e.bytes).decode("utf-8", "replace") == e.token, f"chat logprobs: bytes of {e.token!r}")
+        tops = [t.logprob for t in e.top_logprobs]
+        check(len(tops) == 3 and tops == sorted(tops, reverse=True), f"chat top_logprobs: {tops}")
+    check("".join(e.token for e in content).strip() != "", "chat logprobs: empty tokens")
+    print(f"ok   chat logprobs: {len(content)} tokens, first {content[0].token!r} {content[0].logprob:.3f}")
+    r = client.completions.create(model=MODEL, prompt="In the beginning God created", logprobs=2,
+                                  **SETTINGS)
+    lp = r.choices[0].logprobs
+    n = r.usage.completion_tokens
+    check(len(lp.tokens) == n and len(lp.token_logprobs) == n and len(lp.top_logprobs) == n
+          and len(lp.text_offset) == n, f"completion logprobs: lengths for {n} tokens: {lp}")
+    check(all(v <= 0 for v in lp.token_logprobs), f"completion logprobs: {lp.token_logprobs}")
+    print(f"ok   completion logprobs: {n} tokens")
+    expect_error(openai.BadRequestError, "top_logprobs over 20", lambda: client.chat.completions.create(
+        model=MODEL, messages=MESSAGES, logprobs=True, top_logprobs=21, max_tokens=32))
 
     # 4. Models.
     ids = [m.id for m in client.models.list()]

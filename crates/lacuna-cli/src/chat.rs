@@ -26,6 +26,9 @@ const HELP: &str = "type a message and press Enter; /reset forgets the conversat
 
 /// Reads user turns from stdin until end of input or `/exit`, answering each.
 pub(crate) fn run(a: ChatArgs) -> Result<()> {
+    if a.sampling.logprobs.is_some() {
+        bail!("--logprobs is reported by `lacuna run --json` only");
+    }
     let mut engine = a.model.load().context("loading the model")?;
     if !engine.has_chat_template() {
         bail!("the model has no chat template (tokenizer.chat_template); use `lacuna run --raw`");

@@ -11,6 +11,7 @@ mod fixture;
 mod inspect;
 mod list;
 mod logits;
+mod logprobs;
 mod pull;
 mod quant_summary;
 mod quantize;

@@ -138,6 +138,10 @@ pub(crate) struct SamplingArgs {
     /// Editing-only steps once a block has no mask (--editing) [default: 16].
     #[arg(long, requires = "editing")]
     pub(crate) max_post_steps: Option<usize>,
+    /// Report each token's log-probability and this many alternatives (0 to 20) in --json,
+    /// from the denoising step that committed it.
+    #[arg(long)]
+    pub(crate) logprobs: Option<usize>,
 }
 
 /// A [`lacuna::Settings`] field as the CLI spells it (`cfg_scale` is `--cfg-scale`).
@@ -170,6 +174,7 @@ impl SamplingArgs {
             editing_threshold: self.editing_threshold,
             max_post_steps: self.max_post_steps,
             keep_after_eos: false,
+            logprobs: self.logprobs,
         }
     }
 
@@ -264,7 +269,7 @@ pub(crate) fn json_output(
     out: &Output,
 ) -> serde_json::Value {
     let t = &out.timings;
-    serde_json::json!({
+    let mut doc = serde_json::json!({
         "model": engine.name(),
         "architecture": engine.arch().name(),
         "demo_model": demo,
@@ -287,13 +292,20 @@ pub(crate) fn json_output(
             "total_s": t.total_s,
             "tokens_per_s": out.tokens_per_s(),
         },
-    })
+    });
+    if let Some(records) = &out.logprobs {
+        doc["logprobs"] = crate::logprobs::json(engine.tokenizer(), records);
+    }
+    doc
 }
 
 /// Runs one generation and prints it.
 pub(crate) fn run(a: RunArgs) -> Result<()> {
     if a.visual && a.json {
         bail!("--visual and --json cannot be combined");
+    }
+    if a.sampling.logprobs.is_some() && !a.json {
+        bail!("--logprobs is reported in --json only; add --json");
     }
     let mut engine = a.model.load().context("loading the model")?;
     if a.model.demo {

@@ -324,3 +324,39 @@ fn version_names_the_build_commit() {
         None => assert!(text.contains("commit unknown"), "{text}"),
     }
 }
+
+#[test]
+fn json_logprobs_per_token_with_and_without_a_cache() {
+    for cache in ["none", "dual"] {
+        let mut args = vec!["run", "--demo", "-p", "And God said,", "--raw", "--json"];
+        args.extend_from_slice(SMALL);
+        args.extend_from_slice(&["--logprobs", "3", "--cache", cache]);
+        let o = lacuna(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let tokens = j["tokens"].as_array().unwrap();
+        let lp = j["logprobs"].as_array().unwrap();
+        assert!(!tokens.is_empty());
+        assert_eq!(lp.len(), tokens.len(), "{cache}");
+        for (e, t) in lp.iter().zip(tokens) {
+            assert_eq!(&e["id"], t);
+            let v = e["logprob"].as_f64().unwrap();
+            assert!(v <= 0.0, "{e}");
+            let top: Vec<f64> = e["top_logprobs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t["logprob"].as_f64().unwrap())
+                .collect();
+            assert_eq!(top.len(), 3);
+            assert!(top.windows(2).all(|w| w[0] >= w[1]), "{e}");
+            assert!(v <= top[0] + 1e-6, "{e}");
+        }
+    }
+    let mut args = vec!["run", "--demo", "-p", "x", "--json", "--logprobs", "21"];
+    args.extend_from_slice(SMALL);
+    assert_one_line_error(&lacuna(&args), &["--logprobs", "20"]);
+    let mut args = vec!["run", "--demo", "-p", "x", "--logprobs", "2"];
+    args.extend_from_slice(SMALL);
+    assert_one_line_error(&lacuna(&args), &["--logprobs", "--json"]);
+}

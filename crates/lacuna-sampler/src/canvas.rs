@@ -7,6 +7,7 @@ use crate::cache::CachePlan;
 use crate::common::Common;
 use crate::denoiser::{Denoiser, fetch_pass};
 use crate::error::{ConfigError, Error};
+use crate::logprob::{self, TokenLogprob};
 use crate::output::{self, Generation, Stats, StepView};
 use crate::select::Predictions;
 
@@ -35,6 +36,21 @@ pub(crate) struct Canvas<'c> {
     plan: CachePlan,
     /// Logits of the last [`Canvas::fetch`], `rows x vocab`.
     pub(crate) logits: Vec<f32>,
+    /// With log-probabilities requested: the rows of the last fetch (ascending), and the
+    /// record of each generated position (see [`crate::logprob`]).
+    logprobs: Option<Logprobs>,
+}
+
+/// What log-probability recording keeps between a fetch and its commit.
+struct Logprobs {
+    /// Alternatives per token.
+    top: usize,
+    /// Whether position `p` is read from row `p - 1` (Dream and RND1's shifted logits).
+    shifted: bool,
+    /// Canvas rows of [`Canvas::logits`], in order.
+    rows: Vec<usize>,
+    /// One per generated position.
+    records: Vec<Option<TokenLogprob>>,
 }
 
 impl<'c> Canvas<'c> {
@@ -65,7 +81,22 @@ impl<'c> Canvas<'c> {
             stats: Stats::default(),
             plan,
             logits: Vec::new(),
+            logprobs: common.logprobs.map(|top| Logprobs {
+                top,
+                shifted: false,
+                rows: Vec::new(),
+                records: vec![None; common.gen_length],
+            }),
         })
+    }
+
+    /// Marks the samplers whose logits are shifted by one (row `p - 1` predicts position
+    /// `p`, as Dream's and RND1's), so that log-probabilities read the row they read.
+    pub(crate) fn shifted(mut self) -> Self {
+        if let Some(l) = &mut self.logprobs {
+            l.shifted = true;
+        }
+        self
     }
 
     /// Prompt and generated region, in positions.
@@ -115,6 +146,10 @@ impl<'c> Canvas<'c> {
         seen: usize,
     ) -> Result<(), Error<D::Error>> {
         let pass = self.plan.pass(rows, block, seen);
+        if let Some(l) = &mut self.logprobs {
+            l.rows.clear();
+            l.rows.extend_from_slice(rows);
+        }
         fetch_pass(
             denoiser,
             &self.tokens[..seen],
@@ -136,6 +171,7 @@ impl<'c> Canvas<'c> {
         on_step: &mut impl FnMut(&StepView<'_>),
     ) -> bool {
         let (pos, cs) = pred.commit(&mut self.tokens, chosen);
+        self.record_logprobs(pred, chosen);
         self.stats.steps += 1;
         let canvas = &self.tokens[..self.len];
         on_step(&StepView {
@@ -147,6 +183,7 @@ impl<'c> Canvas<'c> {
             total_steps: at.total_steps,
             block: at.block,
             num_blocks: at.num_blocks,
+            logprobs: self.logprobs.as_ref().map(|l| &l.records[..]),
         });
         let c = self.common;
         !c.keep_after_eos
@@ -165,6 +202,34 @@ impl<'c> Canvas<'c> {
             &self.common.eos_ids,
             self.common.keep_after_eos,
             self.stats,
+            self.logprobs.map(|l| l.records),
         )
+    }
+
+    /// Records the log-probabilities of the tokens `chosen` of `pred` commits, from the
+    /// rows of the last fetch (a commit always follows the fetch its predictions came
+    /// from). A position whose row was not fetched (LLaDA2 keeping a prompt mask) gets none.
+    fn record_logprobs(&mut self, pred: &Predictions, chosen: &[usize]) {
+        let Some(l) = &mut self.logprobs else {
+            return;
+        };
+        let vocab = self.vocab;
+        for &i in chosen {
+            let (p, token) = (pred.positions[i], pred.tokens[i]);
+            let Some(slot) = p
+                .checked_sub(self.prompt_len)
+                .and_then(|g| l.records.get_mut(g))
+            else {
+                continue;
+            };
+            let row = if l.shifted { p.saturating_sub(1) } else { p };
+            let Ok(r) = l.rows.binary_search(&row) else {
+                continue;
+            };
+            let Some(logits) = self.logits.get(r * vocab..(r + 1) * vocab) else {
+                continue;
+            };
+            *slot = Some(logprob::token_logprob(logits, token, l.top));
+        }
     }
 }

@@ -20,6 +20,11 @@ pub struct Common {
     pub eos_ids: Vec<u32>,
     /// Run the whole schedule and return everything after the first end token too.
     pub keep_after_eos: bool,
+    /// Record each committed token's log-probability with this many alternatives
+    /// ([`Generation::logprobs`](crate::Generation::logprobs), see [`crate::logprob`]);
+    /// `None` (the default) records nothing. At most
+    /// [`MAX_TOP_LOGPROBS`](crate::logprob::MAX_TOP_LOGPROBS).
+    pub logprobs: Option<usize>,
 }
 
 impl Default for Common {
@@ -29,15 +34,22 @@ impl Default for Common {
             mask_id: None,
             eos_ids: Vec::new(),
             keep_after_eos: false,
+            logprobs: None,
         }
     }
 }
 
 impl Common {
-    /// Rejects a zero `gen_length` and a missing mask id; returns the mask id.
+    /// Rejects a zero `gen_length`, a missing mask id and more than
+    /// [`MAX_TOP_LOGPROBS`](crate::logprob::MAX_TOP_LOGPROBS) alternatives; returns the
+    /// mask id.
     pub fn validate(&self) -> Result<u32, ConfigError> {
         if self.gen_length == 0 {
             return Err(ConfigError::ZeroGenLength);
+        }
+        if let Some(k) = self.logprobs {
+            let max = crate::logprob::MAX_TOP_LOGPROBS;
+            in_range("logprobs", k as f64, k <= max, "at most 20")?;
         }
         self.mask_id.ok_or(ConfigError::MissingMaskId)
     }

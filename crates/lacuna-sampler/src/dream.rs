@@ -224,7 +224,7 @@ pub fn generate<D: Denoiser>(
 ) -> Result<Generation, Error<D::Error>> {
     let mask_id = config.validate()?;
     let plan = CachePlan::new(config.cache);
-    let mut canvas = Canvas::new(denoiser, prompt, &config.common, mask_id, plan)?;
+    let mut canvas = Canvas::new(denoiser, prompt, &config.common, mask_id, plan)?.shifted();
     let mut sampler = Sampler {
         config,
         filters: config.filters(),

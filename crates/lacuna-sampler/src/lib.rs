@@ -10,7 +10,9 @@
 //! `diffusion_sample` (entropy-ordered, whole canvas), and the first two offer
 //! Fast-dLLM's confidence-threshold parallel decoding as an opt-in [`ParallelConfig`]. Every
 //! config holds the shared [`Common`] settings (length, mask and end tokens); Dream, LLaDA2
-//! and RND1 filter their logits with [`sampling`]'s one [`Filters`]. All
+//! and RND1 filter their logits with [`sampling`]'s one [`Filters`]. With
+//! [`Common::logprobs`] set, each committed token's log-probability and alternatives are
+//! recorded from the step that committed it ([`logprob`]). All
 //! randomness comes from one [`UniformSource`] in a documented order, so a seed fixes the
 //! output. `tools/sampler-ref` holds a numpy transcription of the official code that wrote the
 //! committed cases in `tests/data`.
@@ -62,6 +64,7 @@ pub mod dream;
 pub mod error;
 pub mod llada;
 pub mod llada2;
+pub mod logprob;
 pub mod math;
 pub mod names;
 pub mod output;
@@ -81,6 +84,7 @@ pub use dream::{DreamAlg, DreamConfig};
 pub use error::{ConfigError, Error};
 pub use llada::{LladaConfig, Remasking};
 pub use llada2::{Editing, Llada2Config};
+pub use logprob::{TokenLogprob, TopLogprob};
 pub use names::UnknownName;
 pub use output::{Finish, Generation, Stats, StepView};
 pub use parallel::{ParallelConfig, ParallelRule};

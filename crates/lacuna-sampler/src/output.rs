@@ -1,5 +1,7 @@
 //! What a sampler reports: per-step views for streaming and the final result.
 
+use crate::logprob::TokenLogprob;
+
 /// One denoising step, as seen by the `on_step` callback (the streaming canvas view).
 #[derive(Debug, Clone, Copy)]
 pub struct StepView<'a> {
@@ -19,6 +21,10 @@ pub struct StepView<'a> {
     pub block: usize,
     /// Number of blocks.
     pub num_blocks: usize,
+    /// With [`Common::logprobs`](crate::Common::logprobs) set: one entry per generated
+    /// position (index 0 is `canvas[prompt_len]`), the record of the step that committed
+    /// it, `None` while masked. `None` when not requested.
+    pub logprobs: Option<&'a [Option<TokenLogprob>]>,
 }
 
 /// Why generation ended.
@@ -56,7 +62,7 @@ pub struct Stats {
 }
 
 /// The result of a generation.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Generation {
     /// The generated tokens (after the prompt): cut before the first end token unless
     /// `keep_after_eos` was set.
@@ -65,6 +71,10 @@ pub struct Generation {
     pub canvas: Vec<u32>,
     /// Counters.
     pub stats: Stats,
+    /// With [`Common::logprobs`](crate::Common::logprobs) set: one entry per token of
+    /// `tokens`, from the step that committed it (`None` for a position never committed,
+    /// which still holds the mask). `None` when not requested.
+    pub logprobs: Option<Vec<Option<TokenLogprob>>>,
 }
 
 /// The first end token of the generated region if every position before it is committed,
@@ -93,6 +103,7 @@ pub(crate) fn finish(
     eos_ids: &[u32],
     keep_after_eos: bool,
     mut stats: Stats,
+    logprobs: Option<Vec<Option<TokenLogprob>>>,
 ) -> Generation {
     let generated = &canvas[prompt_len..];
     let tokens = if keep_after_eos {
@@ -103,9 +114,14 @@ pub(crate) fn finish(
     } else {
         generated.to_vec()
     };
+    let logprobs = logprobs.map(|mut l| {
+        l.truncate(tokens.len());
+        l
+    });
     Generation {
         tokens,
         canvas,
         stats,
+        logprobs,
     }
 }

@@ -128,7 +128,7 @@ pub fn generate<D: Denoiser>(
         return Err(ConfigError::EmptyPrompt.into());
     }
     let plan = CachePlan::new(CachePolicy::None);
-    let mut canvas = Canvas::new(denoiser, prompt, &config.common, mask_id, plan)?;
+    let mut canvas = Canvas::new(denoiser, prompt, &config.common, mask_id, plan)?.shifted();
     let (prompt_len, len, vocab) = (prompt.len(), canvas.len(), canvas.vocab);
     // Positions the sampler has not committed yet (the prompt's masks stay).
     let mut maskable: Vec<bool> = (0..len).map(|p| p >= prompt_len).collect();

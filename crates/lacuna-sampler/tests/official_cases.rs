@@ -105,6 +105,7 @@ fn run(case: &Case, keep_after_eos: bool) -> (Generation, Vec<Vec<usize>>, Repla
         mask_id: Some(case.mask_id),
         eos_ids: vec![case.eos_id],
         keep_after_eos,
+        logprobs: None,
     };
     let generation = match case.family.as_str() {
         "llada" => {

@@ -27,6 +27,7 @@ use lacuna::SharedEngine;
 
 mod canvas;
 mod error;
+mod logprobs;
 mod metrics;
 mod page;
 mod params;

@@ -67,6 +67,7 @@ const CHAT_ONLY: &[&str] = &[
     "response_format",
     "parallel_tool_calls",
     "tool_choice",
+    "top_logprobs",
 ];
 const COMPLETION_ONLY: &[&str] = &["prompt", "echo", "best_of", "suffix"];
 const DIFFUSION: &[&str] = &[
@@ -180,6 +181,7 @@ pub(crate) fn parse(body: &[u8], endpoint: Endpoint) -> Result<ApiRequest, ApiEr
     });
     let stop = stop_sequences(&f)?;
     let stream = f.bool("stream")?.unwrap_or(false);
+    g.logprobs = logprobs(&f, endpoint)?;
     let (include_usage, include_canvas) = stream_options(&obj, stream)?;
     if let Some(d) = obj.get("diffusion") {
         diffusion(d, &mut g)?;
@@ -221,7 +223,7 @@ impl ApiRequest {
 fn field_name(setting: &str) -> String {
     match setting {
         "gen_length" => "max_tokens".to_string(),
-        "temperature" | "top_p" | "top_k" | "seed" => setting.to_string(),
+        "temperature" | "top_p" | "top_k" | "seed" | "logprobs" => setting.to_string(),
         other => format!("diffusion.{other}"),
     }
 }
@@ -261,13 +263,6 @@ fn unsupported_values(f: &Fields<'_>, endpoint: Endpoint) -> Result<(), ApiError
                 format!("`{name}` is not supported by the diffusion samplers (only 0)"),
             )
             .with_code("unsupported_parameter"));
-        }
-    }
-    match f.get("logprobs") {
-        None | Some(Value::Null) | Some(Value::Bool(false)) => {}
-        Some(_) => {
-            return Err(ApiError::invalid("logprobs", "`logprobs` is not supported")
-                .with_code("unsupported_parameter"));
         }
     }
     if let Some(u) = f.get("user") {
@@ -319,6 +314,39 @@ fn unsupported_values(f: &Fields<'_>, endpoint: Endpoint) -> Result<(), ApiError
         }
     }
     Ok(())
+}
+
+/// The alternatives per token asked for, if any: chat's `logprobs: true` with
+/// `top_logprobs` (0 to 20, default 0); completions' `logprobs: N` (0 to 20).
+fn logprobs(f: &Fields<'_>, endpoint: Endpoint) -> Result<Option<usize>, ApiError> {
+    let max = lacuna::settings::MAX_TOP_LOGPROBS;
+    let (k, name) = match endpoint {
+        Endpoint::Chat => {
+            let on = f.bool("logprobs")?.unwrap_or(false);
+            let top = f.usize("top_logprobs")?;
+            match (on, top) {
+                (false, Some(_)) => {
+                    return Err(ApiError::invalid(
+                        "top_logprobs",
+                        "`top_logprobs` needs `logprobs` set to true",
+                    ));
+                }
+                (false, None) => return Ok(None),
+                (true, top) => (top.unwrap_or(0), "top_logprobs"),
+            }
+        }
+        Endpoint::Completion => match f.usize("logprobs")? {
+            None => return Ok(None),
+            Some(k) => (k, "logprobs"),
+        },
+    };
+    if k > max {
+        return Err(ApiError::invalid(
+            name,
+            format!("`{name}` must be at most {max}, got {k}"),
+        ));
+    }
+    Ok(Some(k))
 }
 
 /// `messages`: role + content (a string, or an array of `{"type": "text", "text"}` parts).

@@ -2,6 +2,7 @@
 
 use serde_json::{Value, json};
 
+use crate::logprobs;
 use crate::params::Endpoint;
 use crate::scheduler::Finished;
 
@@ -64,13 +65,13 @@ impl Envelope {
             Endpoint::Chat => json!({
                 "index": 0,
                 "message": {"role": "assistant", "content": f.text, "refusal": null},
-                "logprobs": null,
+                "logprobs": self.logprobs(f),
                 "finish_reason": f.finish_reason,
             }),
             Endpoint::Completion => json!({
                 "index": 0,
                 "text": f.text,
-                "logprobs": null,
+                "logprobs": self.logprobs(f),
                 "finish_reason": f.finish_reason,
             }),
         };
@@ -80,14 +81,23 @@ impl Envelope {
         )
     }
 
+    /// The choice's `logprobs`: null unless asked for.
+    fn logprobs(&self, f: &Finished) -> Value {
+        f.logprobs
+            .as_ref()
+            .map_or(Value::Null, |e| logprobs::render(self.endpoint, e, 0))
+    }
+
     /// A stream chunk with `delta` text (chat: the first carries the role), an optional
-    /// finish reason and an optional canvas.
+    /// finish reason, an optional canvas, and optional log-probabilities (with the
+    /// completions' `text_offset` of the first).
     pub(crate) fn chunk(
         &self,
         delta: Option<&str>,
         first: bool,
         finish_reason: Option<&str>,
         canvas: Option<Value>,
+        logprobs: Option<(&[logprobs::Entry], usize)>,
     ) -> Value {
         let mut choice = match self.endpoint {
             Endpoint::Chat => {
@@ -109,6 +119,9 @@ impl Envelope {
         };
         if let Some(c) = canvas {
             choice["canvas"] = c;
+        }
+        if let Some((entries, offset)) = logprobs {
+            choice["logprobs"] = logprobs::render(self.endpoint, entries, offset);
         }
         self.with(true, json!({"choices": [choice]}))
     }

@@ -329,6 +329,7 @@ fn stream(
     tokio::spawn(async move {
         let _guard = guard; // dropped (cancelling) when this task ends, e.g. client gone
         let mut first = true;
+        let mut offsets = crate::logprobs::Offsets::default();
         loop {
             let event = tokio::select! {
                 e = events.recv() => e,
@@ -336,21 +337,33 @@ fn stream(
             };
             let Some(event) = event else { return };
             let chunks = match event {
-                Event::Step { delta, canvas } => {
+                Event::Step {
+                    delta,
+                    canvas,
+                    logprobs,
+                } => {
                     let text = (!delta.is_empty() || first).then_some(delta.as_str());
-                    let c = envelope.chunk(text, first, None, canvas);
+                    let lp = logprobs.as_deref().map(|l| offsets.next(l));
+                    let c = envelope.chunk(text, first, None, canvas, lp);
                     first = false;
                     vec![sse(&c)]
                 }
                 Event::Done(f) => {
                     let mut out = Vec::new();
-                    if !f.delta.is_empty() || first {
-                        out.push(sse(&envelope.chunk(Some(&f.delta), first, None, None)));
+                    let rest = f
+                        .logprobs
+                        .as_deref()
+                        .map(|l| l.get(f.logprobs_sent..).unwrap_or_default())
+                        .filter(|l| !l.is_empty());
+                    if !f.delta.is_empty() || first || rest.is_some() {
+                        let lp = rest.map(|l| offsets.next(l));
+                        out.push(sse(&envelope.chunk(Some(&f.delta), first, None, None, lp)));
                     }
                     out.push(sse(&envelope.chunk(
                         None,
                         false,
                         Some(f.finish_reason),
+                        None,
                         None,
                     )));
                     if request.include_usage {

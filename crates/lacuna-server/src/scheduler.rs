@@ -12,6 +12,7 @@ use lacuna::{CancelToken, Finish, Output, Prepared, SharedEngine, StepView};
 use tokio::sync::mpsc;
 
 use crate::error::ApiError;
+use crate::logprobs::{self, Entry};
 use crate::text::SettledText;
 
 /// One generation to run.
@@ -38,6 +39,8 @@ pub(crate) enum Event {
         delta: String,
         /// The whole canvas, when asked for.
         canvas: Option<serde_json::Value>,
+        /// With log-probabilities asked for: those of the tokens that settled this step.
+        logprobs: Option<Vec<Entry>>,
     },
     /// Generation ended.
     Done(Box<Finished>),
@@ -60,6 +63,10 @@ pub(crate) struct Finished {
     pub(crate) completion_tokens: usize,
     /// Sampler counters and timings (`None` when a stop sequence ended it early).
     pub(crate) output: Option<Output>,
+    /// With log-probabilities requested: one per completion token, decoded.
+    pub(crate) logprobs: Option<Vec<Entry>>,
+    /// How many of `logprobs` went out in `Step` events already.
+    pub(crate) logprobs_sent: usize,
 }
 
 /// Counters for `/metrics`.
@@ -269,22 +276,46 @@ fn run_job(engine: &SharedEngine, metrics: &Metrics, job: &Job) -> Event {
     let tokenizer = Arc::clone(engine.tokenizer());
     let mask = engine.mask_token_id();
     let mut text = SettledText::new(&tokenizer, mask, engine.eos_ids(), job.stop.clone());
+    // The records as of the last step, for a generation a stop sequence cancels (which
+    // returns no output); only kept when asked for.
+    let mut last_records: Vec<Option<lacuna::TokenLogprob>> = Vec::new();
+    // Records of settled tokens already sent in a step.
+    let mut sent = 0;
     let result = engine.generate(&job.prepared, &job.cancel, |view: &StepView<'_>| {
         metrics.record_step(view.committed.len() as u64);
+        if let Some(records) = view.logprobs {
+            last_records.clear();
+            last_records.extend_from_slice(records);
+        }
         let generated = &view.canvas[view.prompt_len..];
         let delta = text.update(&tokenizer, generated);
         if text.stopped() {
             job.cancel.cancel();
         }
+        // The tokens that settled with this step's text (a record exists for each: settled
+        // tokens are committed).
+        let logprobs = view.logprobs.and_then(|records| {
+            let settled = text.settled_tokens().min(records.len());
+            let new = records.get(sent..settled).unwrap_or_default();
+            let fresh = logprobs::entries(&tokenizer, new, new.len());
+            sent += fresh.len();
+            (!fresh.is_empty()).then_some(fresh)
+        });
         let canvas = job
             .include_canvas
             .then(|| crate::canvas::canvas_json(&tokenizer, mask, view));
-        if (delta.is_empty() && canvas.is_none()) || job.cancel.is_cancelled() && !text.stopped() {
+        if (delta.is_empty() && canvas.is_none() && logprobs.is_none())
+            || job.cancel.is_cancelled() && !text.stopped()
+        {
             return;
         }
         if job
             .events
-            .blocking_send(Event::Step { delta, canvas })
+            .blocking_send(Event::Step {
+                delta,
+                canvas,
+                logprobs,
+            })
             .is_err()
         {
             // The client is gone: stop at the next step.
@@ -312,6 +343,11 @@ fn run_job(engine: &SharedEngine, metrics: &Metrics, job: &Job) -> Event {
                 },
                 prompt_tokens,
                 completion_tokens,
+                logprobs: out
+                    .logprobs
+                    .as_ref()
+                    .map(|r| logprobs::entries(&tokenizer, r, completion_tokens)),
+                logprobs_sent: sent,
                 output: Some(out),
             }))
         }
@@ -321,6 +357,11 @@ fn run_job(engine: &SharedEngine, metrics: &Metrics, job: &Job) -> Event {
             finish_reason: "stop",
             prompt_tokens,
             completion_tokens: text.settled_tokens(),
+            logprobs: job
+                .prepared
+                .logprobs()
+                .map(|_| logprobs::entries(&tokenizer, &last_records, text.settled_tokens())),
+            logprobs_sent: sent,
             output: None,
         })),
         Err(lacuna::Error::Cancelled) => Event::Failed(cancelled()),

@@ -50,7 +50,12 @@ fn bad_requests_are_400_naming_the_parameter() {
         (json!({"top_p": 0.5}), "top_p"), // LLaDA's sampler has no nucleus filter
         (json!({"top_k": 5}), "top_k"),
         (json!({"presence_penalty": 0.5}), "presence_penalty"),
-        (json!({"logprobs": true}), "logprobs"),
+        (json!({"logprobs": "yes"}), "logprobs"),
+        (
+            json!({"logprobs": true, "top_logprobs": 21}),
+            "top_logprobs",
+        ),
+        (json!({"top_logprobs": 2}), "top_logprobs"), // without logprobs: true
         (json!({"stop": [1]}), "stop"),
         (json!({"stop": ["a", "b", "c", "d", "e"]}), "stop"),
         (
@@ -115,6 +120,15 @@ fn bad_requests_are_400_naming_the_parameter() {
         &json!({"model": "lacuna-demo", "prompt": "x", "echo": true}),
     );
     assert_eq!(err(&r, 400)["param"], "echo");
+    // Completions' legacy integer `logprobs`: at most 20.
+    let r = post(
+        s.addr,
+        "/v1/completions",
+        &json!({"model": "lacuna-demo", "prompt": "x", "logprobs": 21}),
+    );
+    let e = err(&r, 400);
+    assert_eq!(e["param"], "logprobs");
+    assert!(e["message"].as_str().unwrap().contains("at most 20"), "{e}");
 }
 
 #[test]

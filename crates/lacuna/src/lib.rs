@@ -57,7 +57,7 @@ pub use lacuna_quant as quant;
 pub use lacuna_sampler as sampler;
 pub use lacuna_sampler::{
     CachePolicy, DreamAlg, Editing, Finish, ParallelConfig, ParallelRule, Remasking, Stats,
-    StepView,
+    StepView, TokenLogprob, TopLogprob,
 };
 pub use lacuna_tokenizer as tokenizer;
 pub use lacuna_tokenizer::ChatMessage;

@@ -44,6 +44,18 @@ impl Prepared {
         self.steps
     }
 
+    /// The alternatives per token when log-probabilities were asked for
+    /// ([`GenerateRequest::logprobs`](crate::GenerateRequest::logprobs)).
+    pub fn logprobs(&self) -> Option<usize> {
+        let common = match &self.sampler {
+            SamplerConfig::Llada(c) => &c.common,
+            SamplerConfig::Dream(c) => &c.common,
+            SamplerConfig::Llada2(c) => &c.common,
+            SamplerConfig::Rnd1(c) => &c.common,
+        };
+        common.logprobs
+    }
+
     /// The block length the model's block-causal attention must use (LLaDA2: the sampler's
     /// block length, as its generate code builds the mask); `None` for the others.
     pub fn attention_block(&self) -> Option<usize> {
@@ -153,6 +165,7 @@ impl Preparer {
             mask_id: Some(self.mask_id),
             eos_ids: self.eos_ids.clone(),
             keep_after_eos: r.keep_after_eos,
+            logprobs: r.logprobs,
         };
         let config = match arch {
             Arch::Llada2 => {

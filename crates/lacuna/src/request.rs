@@ -1,7 +1,9 @@
 //! What to generate: the prompt and the sampler settings, and what comes back.
 
 use lacuna_models::Arch;
-use lacuna_sampler::{CachePolicy, DreamAlg, Editing, ParallelConfig, Remasking, Stats};
+use lacuna_sampler::{
+    CachePolicy, DreamAlg, Editing, ParallelConfig, Remasking, Stats, TokenLogprob,
+};
 use lacuna_tokenizer::ChatMessage;
 
 /// The prompt of a request.
@@ -64,6 +66,13 @@ pub struct GenerateRequest {
     pub keep_after_eos: bool,
     /// *LLaDA2*: LLaDA2.1's token-to-token editing (default none: the LLaDA2.0 loop).
     pub editing: Option<Editing>,
+    /// Report each generated token's log-probability and this many alternatives
+    /// ([`Output::logprobs`]); at most 20. A diffusion model has no single left-to-right
+    /// distribution, so each token's figures are those of the denoising step that committed
+    /// it: the log-softmax of that step's raw logits for its position (temperature 1, no
+    /// top-k/top-p: the model's own distribution, as OpenAI reports it). Default `None`:
+    /// nothing is computed.
+    pub logprobs: Option<usize>,
 }
 
 impl GenerateRequest {
@@ -105,6 +114,7 @@ impl GenerateRequest {
             seed: 0,
             keep_after_eos: false,
             editing: None,
+            logprobs: None,
         }
     }
 }
@@ -159,6 +169,9 @@ pub struct Output {
     pub mask_id: u32,
     /// Timings.
     pub timings: Timings,
+    /// With [`GenerateRequest::logprobs`] set: one entry per token of `tokens`, from the
+    /// step that committed it (`None` for a position left masked). `None` when not asked.
+    pub logprobs: Option<Vec<Option<TokenLogprob>>>,
 }
 
 impl Output {

@@ -48,6 +48,7 @@ where
         text,
         canvas: generation.canvas,
         stats: generation.stats,
+        logprobs: generation.logprobs,
         mask_id,
         timings: Timings {
             prepare_s: prepared.prepare_s,

@@ -76,7 +76,14 @@ pub struct Settings {
     pub max_post_steps: Option<usize>,
     /// Run the whole schedule and keep what follows the first end token.
     pub keep_after_eos: bool,
+    /// Report each generated token's log-probability with this many alternatives (0 to
+    /// [`MAX_TOP_LOGPROBS`]), from the step that committed it (see
+    /// [`GenerateRequest::logprobs`]). `None`: not reported.
+    pub logprobs: Option<usize>,
 }
+
+/// Most alternatives [`Settings::logprobs`] may ask for (OpenAI's `top_logprobs` limit).
+pub const MAX_TOP_LOGPROBS: usize = lacuna_sampler::logprob::MAX_TOP_LOGPROBS;
 
 /// A combination of settings that cannot work, found before the model is asked. Each names
 /// the setting at fault by its canonical name (the [`Settings`] field), which a front-end
@@ -109,6 +116,11 @@ pub enum SettingsError {
         /// The model's architecture.
         arch: Arch,
     },
+    /// More log-probability alternatives than [`MAX_TOP_LOGPROBS`].
+    TooManyLogprobs {
+        /// The number asked for.
+        requested: usize,
+    },
 }
 
 impl std::fmt::Display for SettingsError {
@@ -129,6 +141,7 @@ impl SettingsError {
             SettingsError::FastWithCfg => Some("cfg_scale"),
             SettingsError::SeveralRules => None,
             SettingsError::FastUnsupported { .. } => Some("fast"),
+            SettingsError::TooManyLogprobs { .. } => Some("logprobs"),
         }
     }
 
@@ -168,6 +181,10 @@ impl SettingsError {
                 "{} does not apply to {arch}: its sampler denoises the whole canvas with \
                  neither blocks nor a key/value cache",
                 s("fast")
+            ),
+            SettingsError::TooManyLogprobs { requested } => format!(
+                "{} must be at most {MAX_TOP_LOGPROBS}, got {requested}",
+                s("logprobs")
             ),
         }
     }
@@ -258,6 +275,9 @@ impl Settings {
                 return Err(SettingsError::Zero { setting });
             }
         }
+        if let Some(requested) = self.logprobs.filter(|&k| k > MAX_TOP_LOGPROBS) {
+            return Err(SettingsError::TooManyLogprobs { requested });
+        }
         if self.fast {
             if fast_cache(arch).is_none() {
                 return Err(SettingsError::FastUnsupported { arch });
@@ -317,6 +337,7 @@ impl Settings {
             }
         });
         r.keep_after_eos = self.keep_after_eos;
+        r.logprobs = self.logprobs;
         Ok(r)
     }
 }

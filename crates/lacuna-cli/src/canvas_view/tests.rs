@@ -42,6 +42,7 @@ fn masks_are_glyphs_new_tokens_marked_old_tokens_plain() {
         total_steps: 4,
         block: 0,
         num_blocks: 2,
+        logprobs: None,
     };
     let plain = render_frame(&view, tok, mask, Style { color: false });
     assert_eq!(
@@ -71,6 +72,7 @@ fn control_characters_are_escaped_newlines_kept() {
         total_steps: 1,
         block: 0,
         num_blocks: 1,
+        logprobs: None,
     };
     let frame = render_frame(&view, engine.tokenizer(), mask, Style { color: false });
     assert!(frame.ends_with("\n\\u{7}z<0xE2>\n"), "{frame:?}");

@@ -43,7 +43,7 @@ fn server(arch: Arch, settings: &[Setting]) -> Result<GenerateRequest, String> {
         };
         match name {
             "gen_length" => body.insert("max_tokens".into(), v),
-            "seed" | "temperature" | "top_p" | "top_k" => body.insert(name.into(), v),
+            "seed" | "temperature" | "top_p" | "top_k" | "logprobs" => body.insert(name.into(), v),
             _ => diffusion.insert(name.into(), v),
         };
     }
@@ -86,6 +86,10 @@ const CASES: &[&[Setting]] = &[
     &[("steps", Some("0"))],
     &[("editing", None), ("max_post_steps", Some("4"))],
     &[("seed", Some("7")), ("temperature", Some("0.5"))],
+    &[("logprobs", Some("5"))],
+    &[("logprobs", Some("0")), ("fast", None)],
+    &[("logprobs", Some("20")), ("temperature", Some("0.5"))],
+    &[("logprobs", Some("21"))],
 ];
 
 #[test]
@@ -113,6 +117,7 @@ fn the_cli_and_the_server_make_the_same_request() {
                             "cfg_scale",
                             "fast",
                             "steps",
+                            "logprobs",
                         ]
                         .into_iter()
                         .filter(|n| e.contains(&spell(n)))
@@ -120,8 +125,13 @@ fn the_cli_and_the_server_make_the_same_request() {
                     };
                     let on_cli = blamed(&a, super::flag_name);
                     assert!(!on_cli.is_empty(), "{arch} {case:?}: {a}");
+                    // `logprobs` is a top-level field of the body; the rest are diffusion's.
+                    let field = match on_cli[0] {
+                        "logprobs" => "`logprobs`".to_string(),
+                        other => format!("diffusion.{other}"),
+                    };
                     assert!(
-                        b.contains(&format!("diffusion.{}", on_cli[0])),
+                        b.contains(&field),
                         "{arch} {case:?}: the CLI says {a:?}, the server {b:?}"
                     );
                 }

@@ -163,3 +163,31 @@ fn editing_defaults_and_options() {
     let e = r.editing.unwrap();
     assert_eq!((e.threshold, e.max_post_steps), (0.9, 4));
 }
+
+#[test]
+fn logprobs_pass_through_up_to_twenty() {
+    for arch in Arch::ALL {
+        let s = Settings {
+            logprobs: Some(20),
+            ..Settings::default()
+        };
+        assert_eq!(
+            s.request(text(), arch).unwrap().logprobs,
+            Some(20),
+            "{arch}"
+        );
+        assert_eq!(
+            Settings::default().request(text(), arch).unwrap().logprobs,
+            None
+        );
+        let e = Settings {
+            logprobs: Some(21),
+            ..Settings::default()
+        }
+        .request(text(), arch)
+        .unwrap_err();
+        assert_eq!(e, SettingsError::TooManyLogprobs { requested: 21 });
+        assert_eq!(e.setting(), Some("logprobs"));
+        assert!(e.to_string().contains("at most 20"), "{e}");
+    }
+}

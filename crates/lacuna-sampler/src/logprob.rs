@@ -61,20 +61,28 @@ pub fn token_logprob(logits: &[f32], token: u32, top: usize) -> TokenLogprob {
             ((l - max - ln_sum).min(0.0)) as f32
         }
     };
-    let mut top_ids: Vec<usize> = Vec::new();
+    // One pass keeping the `top` best ids, most probable first, ties to the lower id (an equal
+    // later id never displaces an earlier one): no vocabulary-sized index per token.
+    let key = |i: usize| {
+        let l = logits[i];
+        if l.is_nan() { f32::NEG_INFINITY } else { l }
+    };
+    let mut top_ids: Vec<usize> = Vec::with_capacity(top.min(logits.len()));
     if top > 0 {
-        top_ids = (0..logits.len()).collect();
-        let key = |i: usize| {
-            let l = logits[i];
-            if l.is_nan() { f32::NEG_INFINITY } else { l }
-        };
-        let k = top.min(top_ids.len());
-        let cmp = |a: &usize, b: &usize| key(*b).total_cmp(&key(*a)).then(a.cmp(b));
-        if k < top_ids.len() {
-            top_ids.select_nth_unstable_by(k, cmp);
-            top_ids.truncate(k);
+        for i in 0..logits.len() {
+            let ki = key(i);
+            if let Some(&last) = top_ids.last()
+                && top_ids.len() == top
+                && key(last).total_cmp(&ki).is_ge()
+            {
+                continue;
+            }
+            let at = top_ids.partition_point(|&j| key(j).total_cmp(&ki).is_ge());
+            if top_ids.len() == top {
+                top_ids.pop();
+            }
+            top_ids.insert(at, i);
         }
-        top_ids.sort_by(cmp);
     }
     // Ids come from a row of `vocab_size` logits; a vocabulary beyond u32 cannot occur.
     TokenLogprob {

@@ -22,8 +22,8 @@ pub(crate) struct StepAt {
 
 /// A generation's canvas and what it has counted so far.
 pub(crate) struct Canvas<'c> {
-    /// Prompt, committed tokens and masks; longer than the prompt and `gen_length` only
-    /// after [`Canvas::pad_to`].
+    /// Prompt, committed tokens and masks, then the infill suffix ([`Common::suffix`]);
+    /// longer than the prompt and `gen_length` only with a suffix or after [`Canvas::pad_to`].
     pub(crate) tokens: Vec<u32>,
     pub(crate) prompt_len: usize,
     /// Prompt and generated region: what steps show and the result holds.
@@ -54,8 +54,9 @@ struct Logprobs {
 }
 
 impl<'c> Canvas<'c> {
-    /// The prompt followed by `common.gen_length` masks, to decode with `denoiser` under
-    /// `plan`; rejects an empty vocabulary and a cache the denoiser does not keep.
+    /// The prompt followed by `common.gen_length` masks and `common.suffix`, to decode with
+    /// `denoiser` under `plan`; rejects an empty vocabulary and a cache the denoiser does not
+    /// keep.
     pub(crate) fn new<D: Denoiser>(
         denoiser: &D,
         prompt: &[u32],
@@ -71,6 +72,7 @@ impl<'c> Canvas<'c> {
         let len = prompt.len() + common.gen_length;
         let mut tokens = prompt.to_vec();
         tokens.resize(len, mask_id);
+        tokens.extend_from_slice(&common.suffix);
         Ok(Self {
             tokens,
             prompt_len: prompt.len(),
@@ -105,9 +107,21 @@ impl<'c> Canvas<'c> {
     }
 
     /// Appends masks up to `padded` positions (LLaDA2 decodes whole blocks); steps show and
-    /// the result keeps only the first [`Canvas::len`].
+    /// the result keeps only the first [`Canvas::len`]. Never called with a suffix (LLaDA2
+    /// refuses to infill).
     pub(crate) fn pad_to(&mut self, padded: usize) {
+        debug_assert!(
+            self.tokens.len() == self.len,
+            "padding after an infill suffix"
+        );
         self.tokens.resize(padded.max(self.len), self.mask_id);
+    }
+
+    /// Positions that are neither masks nor generated: the prompt's and the suffix's
+    /// (masked for LLaDA's unconditional CFG pass, as its `prompt_index = x != mask_id`).
+    pub(crate) fn given(&self) -> Vec<usize> {
+        let prompt = (0..self.prompt_len).filter(|&p| self.tokens[p] != self.mask_id);
+        prompt.chain(self.len..self.tokens.len()).collect()
     }
 
     /// Masked positions in `range`, ascending.

@@ -25,6 +25,10 @@ pub struct Common {
     /// `None` (the default) records nothing. At most
     /// [`MAX_TOP_LOGPROBS`](crate::logprob::MAX_TOP_LOGPROBS).
     pub logprobs: Option<usize>,
+    /// Infilling: tokens that follow the generated region (the canvas is prompt, then
+    /// `gen_length` masks, then these). Every position sees them (bidirectional samplers);
+    /// they are never masked, and the result holds the middle only. Empty: plain generation.
+    pub suffix: Vec<u32>,
 }
 
 impl Default for Common {
@@ -35,6 +39,7 @@ impl Default for Common {
             eos_ids: Vec::new(),
             keep_after_eos: false,
             logprobs: None,
+            suffix: Vec::new(),
         }
     }
 }

@@ -64,6 +64,15 @@ pub enum ConfigError {
         /// The policy asked for.
         policy: &'static str,
     },
+    /// An infill suffix given to a sampler whose model cannot see it.
+    #[error(
+        "{sampler} cannot infill: its attention is block-causal, so the masks between prefix \
+         and suffix never see the suffix"
+    )]
+    InfillUnsupported {
+        /// The sampler that refuses it.
+        sampler: &'static str,
+    },
     /// RND1's shifted logits predict each position from the one before it: position 0 has no
     /// predictor, so the prompt must not be empty.
     #[error("RND1's sampler needs a non-empty prompt (position i is predicted by row i - 1)")]

@@ -124,7 +124,8 @@ impl LladaConfig {
 /// What a step's predictions need besides the canvas.
 struct Predictor<'c> {
     config: &'c LladaConfig,
-    /// Prompt positions that are not masks (masked for the unconditional CFG pass).
+    /// Prompt and suffix positions that are not masks (masked for the unconditional CFG
+    /// pass).
     prompt_index: Vec<usize>,
     uncond: Vec<f32>,
 }
@@ -201,9 +202,7 @@ pub fn generate<D: Denoiser>(
     let mut canvas = Canvas::new(denoiser, prompt, &config.common, mask_id, plan)?;
     let mut predictor = Predictor {
         config,
-        prompt_index: (0..prompt.len())
-            .filter(|&p| prompt[p] != mask_id)
-            .collect(),
+        prompt_index: canvas.given(),
         uncond: Vec::new(),
     };
     if let Some(par) = &config.parallel {

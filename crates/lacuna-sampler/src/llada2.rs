@@ -117,6 +117,9 @@ impl Llada2Config {
     /// Checks every setting; returns the mask id.
     pub fn validate(&self) -> Result<u32, ConfigError> {
         let mask_id = self.common.validate()?;
+        if !self.common.suffix.is_empty() {
+            return Err(ConfigError::InfillUnsupported { sampler: "LLaDA2" });
+        }
         if self.block_length == 0 {
             return Err(ConfigError::ZeroBlockLength);
         }

@@ -1,14 +1,15 @@
 //! Cache policies on a toy model with a cache of the canvas it last saw: every block starts
 //! with a fill (skipping that refresh fails here), every generated position is committed
 //! exactly once and the prompt never, windows hold the rows asked for, steps that are all
-//! fills equal the uncached run bit for bit, and bad combinations are typed errors.
+//! fills equal the uncached run bit for bit, infilling keeps prefix and suffix untouched and
+//! in view under every policy, and bad combinations are typed errors.
 
 mod common;
 
 use common::ToyModel;
 use lacuna_sampler::{
-    CachePolicy, Common, ConfigError, Denoiser, DreamConfig, Error, LladaConfig, ParallelConfig,
-    ParallelRule, Pass, Xoshiro256PlusPlus, dream, llada,
+    CachePolicy, Common, ConfigError, Denoiser, DreamConfig, Error, Llada2Config, LladaConfig,
+    ParallelConfig, ParallelRule, Pass, Xoshiro256PlusPlus, dream, llada, llada2,
 };
 use proptest::prelude::*;
 
@@ -22,6 +23,8 @@ struct CachingToy {
     toy: ToyModel,
     cached: Vec<u32>,
     passes: Vec<Pass>,
+    /// Every canvas a call was given.
+    canvases: Vec<Vec<u32>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -34,6 +37,7 @@ impl CachingToy {
             toy: ToyModel::new(VOCAB, seed),
             cached: Vec::new(),
             passes: Vec::new(),
+            canvases: Vec::new(),
         }
     }
 }
@@ -57,6 +61,7 @@ impl Denoiser for CachingToy {
         out: &mut [f32],
     ) -> Result<(), BadWindow> {
         self.passes.push(pass.clone());
+        self.canvases.push(canvas.to_vec());
         let seen = match pass {
             Pass::Full => canvas.to_vec(),
             Pass::Fill => {
@@ -209,6 +214,149 @@ proptest! {
         prop_assert_eq!(&cached.canvas, &exact.canvas);
         prop_assert_eq!(cached.stats.positions_computed, exact.stats.positions_computed);
     }
+}
+
+fn any_policy() -> impl Strategy<Value = CachePolicy> {
+    prop_oneof![Just(CachePolicy::None), policy()]
+}
+
+/// Every call saw `prompt`, then the middle, then `suffix`; the result holds prompt and
+/// middle only; the middle has no mask left.
+fn check_infill(
+    prompt: &[u32],
+    gen_length: usize,
+    suffix: &[u32],
+    g: &lacuna_sampler::Generation,
+    model: &CachingToy,
+) -> Result<(), TestCaseError> {
+    prop_assert_eq!(g.canvas.len(), prompt.len() + gen_length);
+    prop_assert_eq!(&g.canvas[..prompt.len()], prompt);
+    prop_assert!(!g.canvas.contains(&MASK));
+    for c in &model.canvases {
+        prop_assert_eq!(c.len(), prompt.len() + gen_length + suffix.len());
+        prop_assert_eq!(&c[..prompt.len()], prompt);
+        prop_assert_eq!(&c[prompt.len() + gen_length..], suffix);
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    #[test]
+    fn llada_infill_keeps_prefix_and_suffix_under_every_policy(
+        blocks in 1usize..4, block_length in 1usize..6, spb in 1usize..4,
+        rule in rule(), cache in any_policy(), prompt in prompt(),
+        suffix in prop::collection::vec(0u32..VOCAB as u32, 1..6),
+        seed in any::<u64>(), model_seed in any::<u64>(),
+    ) {
+        let c = LladaConfig {
+            common: Common {
+                gen_length: blocks * block_length,
+                mask_id: Some(MASK),
+                suffix: suffix.clone(),
+                ..Common::default()
+            },
+            block_length,
+            steps: blocks * spb,
+            temperature: 1.0,
+            parallel: rule.map(|rule| ParallelConfig { rule }),
+            cache,
+            ..LladaConfig::default()
+        };
+        let mut model = CachingToy::new(model_seed);
+        let mut views = Vec::new();
+        let g = llada::generate(&mut model, &prompt, &c, &mut Xoshiro256PlusPlus::seed_from_u64(seed),
+            |v| views.push((v.block, v.committed.to_vec()))).expect("runs");
+        check_infill(&prompt, c.common.gen_length, &suffix, &g, &model)?;
+        if cache != CachePolicy::None {
+            check_run(prompt.len(), c.common.gen_length, &views, &model.passes)?;
+        }
+    }
+
+    #[test]
+    fn dream_infill_keeps_prefix_and_suffix_under_every_policy(
+        blocks in 1usize..4, block_length in 1usize..6,
+        cache in any_policy(), prompt in prop::collection::vec(0u32..VOCAB as u32, 1..6),
+        suffix in prop::collection::vec(0u32..VOCAB as u32, 1..6),
+        seed in any::<u64>(), model_seed in any::<u64>(),
+    ) {
+        let c = DreamConfig {
+            common: Common {
+                gen_length: blocks * block_length,
+                mask_id: Some(MASK),
+                suffix: suffix.clone(),
+                ..Common::default()
+            },
+            parallel: Some(ParallelConfig { rule: ParallelRule::Threshold(0.5) }),
+            block_length: Some(block_length),
+            cache,
+            ..DreamConfig::default()
+        };
+        let mut model = CachingToy::new(model_seed);
+        let g = dream::generate(&mut model, &prompt, &c, &mut Xoshiro256PlusPlus::seed_from_u64(seed),
+            |_| {}).expect("runs");
+        check_infill(&prompt, c.common.gen_length, &suffix, &g, &model)?;
+    }
+}
+
+/// The suffix is seen: the same prompt with another suffix fills the middle otherwise.
+#[test]
+fn the_suffix_changes_the_fill() {
+    let fill = |suffix: Vec<u32>| {
+        let c = LladaConfig {
+            common: Common {
+                gen_length: 8,
+                mask_id: Some(MASK),
+                suffix,
+                ..Common::default()
+            },
+            block_length: 8,
+            steps: 8,
+            ..LladaConfig::default()
+        };
+        llada::generate(
+            &mut CachingToy::new(3),
+            &[1, 2],
+            &c,
+            &mut Xoshiro256PlusPlus::seed_from_u64(1),
+            |_| {},
+        )
+        .expect("runs")
+        .canvas
+    };
+    let fills: std::collections::BTreeSet<Vec<u32>> =
+        (0..6).map(|s| fill(vec![s, s + 1])).collect();
+    assert!(fills.len() > 1, "every suffix gave the same fill");
+}
+
+/// LLaDA2's block-causal attention never shows the suffix to the middle: a typed error.
+#[test]
+fn llada2_refuses_to_infill() {
+    let c = Llada2Config {
+        common: Common {
+            gen_length: 8,
+            mask_id: Some(MASK),
+            suffix: vec![1, 2],
+            ..Common::default()
+        },
+        ..Llada2Config::default()
+    };
+    let err = llada2::generate(
+        &mut CachingToy::new(1),
+        &[1],
+        &c,
+        &mut Xoshiro256PlusPlus::seed_from_u64(1),
+        |_| {},
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Config(ConfigError::InfillUnsupported { sampler: "LLaDA2" })
+        ),
+        "{err}"
+    );
 }
 
 /// Windows recompute less than the canvas, and dual less than prefix.

@@ -106,6 +106,7 @@ fn run(case: &Case, keep_after_eos: bool) -> (Generation, Vec<Vec<usize>>, Repla
         eos_ids: vec![case.eos_id],
         keep_after_eos,
         logprobs: None,
+        suffix: Vec::new(),
     };
     let generation = match case.family.as_str() {
         "llada" => {

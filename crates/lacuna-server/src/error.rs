@@ -152,6 +152,12 @@ impl ApiError {
             E::ContextOverflow { .. } => {
                 Self::invalid(prompt_param, msg).with_code("context_length_exceeded")
             }
+            E::InfillContextOverflow { .. } => {
+                Self::invalid(prompt_param, msg).with_code("context_length_exceeded")
+            }
+            E::InfillUnsupported { .. } => {
+                Self::invalid("suffix", msg).with_code("infill_unsupported")
+            }
             E::UnsupportedSetting { setting, .. } => {
                 Self::invalid(setting_param(setting), msg).with_code("unsupported_parameter")
             }

@@ -27,6 +27,7 @@ use lacuna::SharedEngine;
 
 mod canvas;
 mod error;
+mod infill;
 mod logprobs;
 mod metrics;
 mod page;
@@ -106,7 +107,14 @@ impl Server {
                 Arc::clone(&app),
                 routes::auth,
             ));
+        let infill = Router::new()
+            .route("/infill", post(routes::infill))
+            .route_layer(axum::middleware::from_fn_with_state(
+                Arc::clone(&app),
+                routes::auth,
+            ));
         Router::new()
+            .merge(infill)
             .route("/", get(routes::page))
             .route("/health", get(routes::health))
             .route("/metrics", get(routes::metrics))

@@ -93,7 +93,7 @@ pub(crate) fn render(endpoint: Endpoint, entries: &[Entry], offset: usize) -> Va
                 .collect();
             json!({"content": content, "refusal": null})
         }
-        Endpoint::Completion => {
+        Endpoint::Completion | Endpoint::Infill => {
             let mut at = offset;
             let mut text_offset = Vec::with_capacity(entries.len());
             for e in entries {

@@ -18,6 +18,8 @@ pub(crate) enum Endpoint {
     Chat,
     /// `/v1/completions`: a raw `prompt`.
     Completion,
+    /// `/infill`: llama-server's fill-in-the-middle request (see [`crate::infill`]).
+    Infill,
 }
 
 /// A parsed request: what to generate and how to answer.
@@ -38,6 +40,11 @@ pub(crate) struct ApiRequest {
     pub(crate) include_usage: bool,
     /// `stream_options.include_canvas` (extension): every step's whole canvas.
     pub(crate) include_canvas: bool,
+    /// Completions' `suffix`: infilling, the text after the generated middle.
+    pub(crate) suffix: Option<String>,
+    /// `/infill`: `top_k`/`top_p` are dropped for samplers without them (editor plugins send
+    /// them by default) instead of refused.
+    pub(crate) lenient_sampling: bool,
 }
 
 /// Tokens generated when the request gives no `max_tokens` (the library's default).
@@ -103,6 +110,7 @@ pub(crate) fn parse(body: &[u8], endpoint: Endpoint) -> Result<ApiRequest, ApiEr
     let only = match endpoint {
         Endpoint::Chat => CHAT_ONLY,
         Endpoint::Completion => COMPLETION_ONLY,
+        Endpoint::Infill => return crate::infill::parse(&obj),
     };
     if let Some(key) = obj
         .keys()
@@ -113,7 +121,7 @@ pub(crate) fn parse(body: &[u8], endpoint: Endpoint) -> Result<ApiRequest, ApiEr
                 "(tools, function calling, audio, modalities, logit_bias and \
                                the like are not supported by diffusion models here)"
             }
-            Endpoint::Completion => "",
+            Endpoint::Completion | Endpoint::Infill => "",
         };
         return Err(ApiError::invalid(
             key.clone(),
@@ -132,7 +140,7 @@ pub(crate) fn parse(body: &[u8], endpoint: Endpoint) -> Result<ApiRequest, ApiEr
         .ok_or_else(|| ApiError::invalid("model", "`model` is required"))?;
     let prompt = match endpoint {
         Endpoint::Chat => Prompt::Chat(messages(&obj)?),
-        Endpoint::Completion => completion_prompt(&obj)?,
+        Endpoint::Completion | Endpoint::Infill => completion_prompt(&obj)?,
     };
     unsupported_values(&f, endpoint)?;
     let mut g = Settings::default();
@@ -186,6 +194,7 @@ pub(crate) fn parse(body: &[u8], endpoint: Endpoint) -> Result<ApiRequest, ApiEr
     if let Some(d) = obj.get("diffusion") {
         diffusion(d, &mut g)?;
     }
+    let suffix = f.string("suffix")?;
     Ok(ApiRequest {
         model,
         prompt,
@@ -194,6 +203,8 @@ pub(crate) fn parse(body: &[u8], endpoint: Endpoint) -> Result<ApiRequest, ApiEr
         stream,
         include_usage,
         include_canvas,
+        suffix,
+        lenient_sampling: false,
     })
 }
 
@@ -213,9 +224,16 @@ impl ApiRequest {
     /// The generation for a model of `arch`: the settings through the library's presets and
     /// defaults. Errors name the request parameter at fault.
     pub(crate) fn generate_request(&self, arch: Arch) -> Result<GenerateRequest, ApiError> {
-        self.settings
+        let mut settings = self.settings.clone();
+        if self.lenient_sampling && matches!(arch, Arch::Llada | Arch::LladaMoe) {
+            settings.top_k = None;
+            settings.top_p = None;
+        }
+        let mut request = settings
             .request(self.prompt.clone(), arch)
-            .map_err(settings_error)
+            .map_err(settings_error)?;
+        request.suffix = self.suffix.clone();
+        Ok(request)
     }
 }
 
@@ -293,7 +311,7 @@ fn unsupported_values(f: &Fields<'_>, endpoint: Endpoint) -> Result<(), ApiError
                 }
             }
         }
-        Endpoint::Completion => {
+        Endpoint::Completion | Endpoint::Infill => {
             if f.bool("echo")? == Some(true) {
                 return Err(ApiError::invalid("echo", "`echo` is not supported")
                     .with_code("unsupported_parameter"));
@@ -303,13 +321,6 @@ fn unsupported_values(f: &Fields<'_>, endpoint: Endpoint) -> Result<(), ApiError
                     ApiError::invalid("best_of", "only `best_of` = 1 is supported")
                         .with_code("unsupported_parameter"),
                 );
-            }
-            if f.get("suffix").is_some_and(|s| !s.is_null()) {
-                return Err(ApiError::invalid(
-                    "suffix",
-                    "`suffix` (infilling) is not supported yet",
-                )
-                .with_code("unsupported_parameter"));
             }
         }
     }
@@ -335,7 +346,7 @@ fn logprobs(f: &Fields<'_>, endpoint: Endpoint) -> Result<Option<usize>, ApiErro
                 (true, top) => (top.unwrap_or(0), "top_logprobs"),
             }
         }
-        Endpoint::Completion => match f.usize("logprobs")? {
+        Endpoint::Completion | Endpoint::Infill => match f.usize("logprobs")? {
             None => return Ok(None),
             Some(k) => (k, "logprobs"),
         },
@@ -472,7 +483,7 @@ fn completion_prompt(obj: &Map<String, Value>) -> Result<Prompt, ApiError> {
     }
 }
 
-fn stop_sequences(f: &Fields<'_>) -> Result<Vec<String>, ApiError> {
+pub(crate) fn stop_sequences(f: &Fields<'_>) -> Result<Vec<String>, ApiError> {
     let stops = match f.get("stop") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::String(s)) => vec![s.clone()],
@@ -540,7 +551,7 @@ fn stream_options(obj: &Map<String, Value>, stream: bool) -> Result<(bool, bool)
 
 /// The `diffusion` extension object, into `g` (syntax and types only; what the settings
 /// mean together is [`Settings::request`]'s).
-fn diffusion(d: &Value, g: &mut Settings) -> Result<(), ApiError> {
+pub(crate) fn diffusion(d: &Value, g: &mut Settings) -> Result<(), ApiError> {
     let Value::Object(o) = d else {
         return Err(ApiError::invalid(
             "diffusion",
@@ -580,13 +591,13 @@ fn diffusion(d: &Value, g: &mut Settings) -> Result<(), ApiError> {
 }
 
 /// Typed reads of an object's fields, errors naming `prefix` + key.
-struct Fields<'a> {
-    obj: &'a Map<String, Value>,
-    prefix: &'static str,
+pub(crate) struct Fields<'a> {
+    pub(crate) obj: &'a Map<String, Value>,
+    pub(crate) prefix: &'static str,
 }
 
 impl Fields<'_> {
-    fn get(&self, key: &str) -> Option<&Value> {
+    pub(crate) fn get(&self, key: &str) -> Option<&Value> {
         self.obj.get(key)
     }
 
@@ -595,7 +606,7 @@ impl Fields<'_> {
         ApiError::invalid(param.clone(), format!("`{param}` {what}"))
     }
 
-    fn usize(&self, key: &str) -> Result<Option<usize>, ApiError> {
+    pub(crate) fn usize(&self, key: &str) -> Result<Option<usize>, ApiError> {
         match self.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::Number(n)) => n
@@ -607,7 +618,7 @@ impl Fields<'_> {
         }
     }
 
-    fn number(&self, key: &str) -> Result<Option<f64>, ApiError> {
+    pub(crate) fn number(&self, key: &str) -> Result<Option<f64>, ApiError> {
         match self.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::Number(n)) => match n.as_f64() {
@@ -618,7 +629,7 @@ impl Fields<'_> {
         }
     }
 
-    fn bool(&self, key: &str) -> Result<Option<bool>, ApiError> {
+    pub(crate) fn bool(&self, key: &str) -> Result<Option<bool>, ApiError> {
         match self.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::Bool(b)) => Ok(Some(*b)),
@@ -636,7 +647,7 @@ impl Fields<'_> {
             .transpose()
     }
 
-    fn string(&self, key: &str) -> Result<Option<String>, ApiError> {
+    pub(crate) fn string(&self, key: &str) -> Result<Option<String>, ApiError> {
         match self.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.clone())),

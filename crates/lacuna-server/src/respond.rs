@@ -25,6 +25,7 @@ impl Envelope {
         let prefix = match endpoint {
             Endpoint::Chat => "chatcmpl",
             Endpoint::Completion => "cmpl",
+            Endpoint::Infill => "infill",
         };
         Self {
             id: format!("{prefix}-{request_id}"),
@@ -40,7 +41,7 @@ impl Envelope {
         match (self.endpoint, chunk) {
             (Endpoint::Chat, false) => "chat.completion",
             (Endpoint::Chat, true) => "chat.completion.chunk",
-            (Endpoint::Completion, _) => "text_completion",
+            (Endpoint::Completion | Endpoint::Infill, _) => "text_completion",
         }
     }
 
@@ -61,6 +62,9 @@ impl Envelope {
 
     /// The whole (non-streamed) response.
     pub(crate) fn response(&self, f: &Finished) -> Value {
+        if self.endpoint == Endpoint::Infill {
+            return self.infill_response(f, &f.text);
+        }
         let choice = match self.endpoint {
             Endpoint::Chat => json!({
                 "index": 0,
@@ -68,7 +72,7 @@ impl Envelope {
                 "logprobs": self.logprobs(f),
                 "finish_reason": f.finish_reason,
             }),
-            Endpoint::Completion => json!({
+            Endpoint::Completion | Endpoint::Infill => json!({
                 "index": 0,
                 "text": f.text,
                 "logprobs": self.logprobs(f),
@@ -99,6 +103,9 @@ impl Envelope {
         canvas: Option<Value>,
         logprobs: Option<(&[logprobs::Entry], usize)>,
     ) -> Value {
+        if self.endpoint == Endpoint::Infill {
+            return json!({"index": 0, "content": delta.unwrap_or(""), "stop": false});
+        }
         let mut choice = match self.endpoint {
             Endpoint::Chat => {
                 let mut d = serde_json::Map::new();
@@ -110,7 +117,7 @@ impl Envelope {
                 }
                 json!({"index": 0, "delta": d, "logprobs": null, "finish_reason": finish_reason})
             }
-            Endpoint::Completion => json!({
+            Endpoint::Completion | Endpoint::Infill => json!({
                 "index": 0,
                 "text": delta.unwrap_or(""),
                 "logprobs": null,
@@ -124,6 +131,32 @@ impl Envelope {
             choice["logprobs"] = logprobs::render(self.endpoint, entries, offset);
         }
         self.with(true, json!({"choices": [choice]}))
+    }
+
+    /// llama-server's answer to `/infill`: `content` (the whole middle, or the stream's last,
+    /// empty piece), `stop: true` and its counters.
+    fn infill_response(&self, f: &Finished, content: &str) -> Value {
+        let stop_type = if f.finish_reason == "length" {
+            "limit"
+        } else {
+            "eos"
+        };
+        json!({
+            "index": 0,
+            "content": content,
+            "stop": true,
+            "stop_type": stop_type,
+            "model": self.model,
+            "tokens_predicted": f.completion_tokens,
+            "tokens_evaluated": f.prompt_tokens,
+            "truncated": false,
+            "diffusion": diffusion_report(f),
+        })
+    }
+
+    /// The stream's last object for `/infill` (`None` for the OpenAI endpoints).
+    pub(crate) fn infill_last(&self, f: &Finished) -> Option<Value> {
+        (self.endpoint == Endpoint::Infill).then(|| self.infill_response(f, ""))
     }
 
     /// The last chunk of `stream_options.include_usage`: no choices, the usage.

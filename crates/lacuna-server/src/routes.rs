@@ -175,6 +175,15 @@ pub(crate) async fn completions(
     completion(app, id, body, Endpoint::Completion).await
 }
 
+/// `POST /infill`: llama-server's fill-in-the-middle request (see [`crate::infill`]).
+pub(crate) async fn infill(
+    State(app): State<Arc<App>>,
+    Extension(id): Extension<RequestId>,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    completion(app, id, body, Endpoint::Infill).await
+}
+
 /// Cancels the generation when dropped: the handler's future (or the stream) is dropped
 /// when the client goes away. Cancelling a finished generation does nothing.
 struct CancelOnDrop(CancelToken);
@@ -221,7 +230,8 @@ async fn start(
         return Err(ApiError::shutting_down());
     }
     let request = params::parse(&body, endpoint)?;
-    if request.model != app.config.model_id {
+    let unnamed = endpoint == Endpoint::Infill && request.model.is_empty();
+    if !unnamed && request.model != app.config.model_id {
         return Err(ApiError::unknown_model(
             &request.model,
             &app.config.model_id,
@@ -231,6 +241,7 @@ async fn start(
     let prompt_param = match endpoint {
         Endpoint::Chat => "messages",
         Endpoint::Completion => "prompt",
+        Endpoint::Infill => "input_prefix",
     };
     // Tokenizing a long prompt is CPU work: off the I/O threads.
     let (request, prepared) = tokio::task::spawn_blocking(move || prepare(&engine, request))
@@ -266,16 +277,34 @@ fn prepare(
     let arch = engine.arch();
     let generate = request.generate_request(arch)?;
     match engine.prepare(&generate) {
-        Err(lacuna::Error::ContextOverflow {
-            prompt, context, ..
-        }) if request.settings.gen_length.is_none() && prompt < context => {
-            request.settings.gen_length = Some((context - prompt).min(params::DEFAULT_MAX_TOKENS));
-            let generate = request.generate_request(arch)?;
-            let prepared = engine.prepare(&generate)?;
-            Ok((request, prepared))
-        }
-        Err(e) => Err(e.into()),
+        Err(e) => match (given_tokens(&e), request.settings.gen_length) {
+            (Some((given, context)), None) if given < context => {
+                request.settings.gen_length =
+                    Some((context - given).min(params::DEFAULT_MAX_TOKENS));
+                let generate = request.generate_request(arch)?;
+                let prepared = engine.prepare(&generate)?;
+                Ok((request, prepared))
+            }
+            _ => Err(e.into()),
+        },
         Ok(prepared) => Ok((request, prepared)),
+    }
+}
+
+/// The tokens a request fixes (prompt, and an infill suffix) and the context, when the
+/// generation length is what overflowed it.
+fn given_tokens(e: &lacuna::Error) -> Option<(usize, usize)> {
+    match *e {
+        lacuna::Error::ContextOverflow {
+            prompt, context, ..
+        } => Some((prompt, context)),
+        lacuna::Error::InfillContextOverflow {
+            prompt,
+            suffix,
+            context,
+            ..
+        } => Some((prompt + suffix, context)),
+        _ => None,
     }
 }
 
@@ -369,7 +398,13 @@ fn stream(
                     if request.include_usage {
                         out.push(sse(&envelope.usage_chunk(&f)));
                     }
-                    out.push(Ok(SseEvent::default().data("[DONE]")));
+                    if let Some(last) = envelope.infill_last(&f) {
+                        // llama-server's stream ends with its `stop: true` object, no [DONE].
+                        out.truncate(out.len().saturating_sub(1));
+                        out.push(sse(&last));
+                    } else {
+                        out.push(Ok(SseEvent::default().data("[DONE]")));
+                    }
                     for c in out {
                         if tx.send(c).await.is_err() {
                             return;

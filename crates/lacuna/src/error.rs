@@ -69,6 +69,30 @@ pub enum Error {
         /// The model's context length.
         context: usize,
     },
+    /// An infill request whose prompt, middle and suffix do not fit in the context.
+    #[error(
+        "prompt ({prompt} tokens) + gen_length ({gen_length}) + suffix ({suffix} tokens) = {total} tokens exceeds the model's context length {context}"
+    )]
+    InfillContextOverflow {
+        /// Prompt tokens.
+        prompt: usize,
+        /// Requested middle length.
+        gen_length: usize,
+        /// Suffix tokens.
+        suffix: usize,
+        /// Their sum.
+        total: usize,
+        /// The model's context length.
+        context: usize,
+    },
+    /// Infilling asked of a model that cannot see a suffix.
+    #[error(
+        "{arch} cannot infill (suffix): its attention is block-causal, so the positions between prompt and suffix never see the suffix; use a bidirectional model (LLaDA, LLaDA-MoE, Dream, RND1)"
+    )]
+    InfillUnsupported {
+        /// The model's architecture.
+        arch: lacuna_models::Arch,
+    },
     /// A setting that the model's sampler does not have (e.g. `top_p` for LLaDA).
     #[error("{setting} is not a setting of the {arch} sampler (it belongs to {belongs_to})")]
     UnsupportedSetting {

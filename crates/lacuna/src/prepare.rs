@@ -132,7 +132,17 @@ impl Preparer {
     pub(crate) fn prepare(&self, request: &GenerateRequest) -> Result<Prepared> {
         let start = Instant::now();
         let prompt = self.prompt_tokens(&request.prompt)?;
+        let suffix = self.suffix_tokens(request)?;
         let total = prompt.len() + request.gen_length;
+        if !suffix.is_empty() && total + suffix.len() > self.context {
+            return Err(Error::InfillContextOverflow {
+                prompt: prompt.len(),
+                gen_length: request.gen_length,
+                suffix: suffix.len(),
+                total: total + suffix.len(),
+                context: self.context,
+            });
+        }
         if total > self.context {
             return Err(Error::ContextOverflow {
                 prompt: prompt.len(),
@@ -141,7 +151,7 @@ impl Preparer {
                 context: self.context,
             });
         }
-        let sampler = self.sampler_config(request)?;
+        let sampler = self.sampler_config(request, suffix)?;
         Ok(Prepared {
             prompt,
             sampler,
@@ -152,8 +162,21 @@ impl Preparer {
         })
     }
 
-    /// The sampler settings `r` asks for, for this model's sampler; checked.
-    fn sampler_config(&self, r: &GenerateRequest) -> Result<SamplerConfig> {
+    /// The infill suffix as token ids (no BOS/EOS, special tokens parsed); empty without
+    /// one. A model that cannot see a suffix refuses it.
+    fn suffix_tokens(&self, request: &GenerateRequest) -> Result<Vec<u32>> {
+        let Some(text) = request.suffix.as_deref().filter(|s| !s.is_empty()) else {
+            return Ok(Vec::new());
+        };
+        if self.arch == Arch::Llada2 {
+            return Err(Error::InfillUnsupported { arch: self.arch });
+        }
+        Ok(self.tokenizer.encode(text, false, true)?)
+    }
+
+    /// The sampler settings `r` asks for, for this model's sampler (`suffix`: the infill
+    /// suffix's tokens); checked.
+    fn sampler_config(&self, r: &GenerateRequest, suffix: Vec<u32>) -> Result<SamplerConfig> {
         let arch = self.arch;
         let unsupported = |setting, belongs_to| Error::UnsupportedSetting {
             setting,
@@ -166,6 +189,7 @@ impl Preparer {
             eos_ids: self.eos_ids.clone(),
             keep_after_eos: r.keep_after_eos,
             logprobs: r.logprobs,
+            suffix,
         };
         let config = match arch {
             Arch::Llada2 => {

@@ -73,9 +73,26 @@ pub struct GenerateRequest {
     /// top-k/top-p: the model's own distribution, as OpenAI reports it). Default `None`:
     /// nothing is computed.
     pub logprobs: Option<usize>,
+    /// Infilling (fill in the middle): text that follows the generated region. The canvas
+    /// is prompt, `gen_length` masks, then this text (tokenized without BOS/EOS); only the
+    /// middle is denoised, every position sees the suffix, and [`Output`] holds the middle
+    /// (cut at its first end token, so a short fill in a long budget reads naturally).
+    /// Bidirectional models only (LLaDA, LLaDA-MoE, Dream, RND1); LLaDA2's block-causal
+    /// attention never shows the suffix to the middle, so it is an
+    /// [`Error::InfillUnsupported`](crate::Error::InfillUnsupported). Default `None`.
+    pub suffix: Option<String>,
 }
 
 impl GenerateRequest {
+    /// A fill-in-the-middle request: `prefix` as raw text, then `gen_length` masks, then
+    /// `suffix` (see [`GenerateRequest::suffix`]); the other settings are the defaults.
+    pub fn infill(prefix: impl Into<String>, suffix: impl Into<String>) -> Self {
+        Self {
+            suffix: Some(suffix.into()),
+            ..Self::new(Prompt::Text(prefix.into()))
+        }
+    }
+
     /// The fast preset on top of these settings, for a model of `arch` (see
     /// [`fast_cache`](crate::settings::fast_cache)): Fast-dLLM's dual cache with
     /// threshold-0.9 parallel decoding in blocks of 32 (or of the whole generation when it is
@@ -115,6 +132,7 @@ impl GenerateRequest {
             keep_after_eos: false,
             editing: None,
             logprobs: None,
+            suffix: None,
         }
     }
 }

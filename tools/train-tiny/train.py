@@ -72,13 +72,13 @@ def lr_at(step, progress, a):
     return a.lr * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * frac)))
 
 
-def diffusion_loss(model, ids, elig, mask_id, gen):
+def diffusion_loss(model, ids, elig, mask_id, gen, bf16=True):
     b, n = ids.shape
     t = torch.rand(b, 1, generator=gen)
     p = (1 - EPS) * t + EPS
     masked = (torch.rand(b, n, generator=gen) < p) & (elig > 0)
     noisy = torch.where(masked, torch.full_like(ids, mask_id), ids)
-    with torch.autocast("cpu", dtype=torch.bfloat16):
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
         h = model.hidden(noisy)
         # The LM head only where the loss is taken (the masked positions).
         logits = model.head(h[masked]).float()

@@ -33,7 +33,7 @@ pub(crate) fn run(a: ChatArgs) -> Result<()> {
     if !engine.has_chat_template() {
         bail!("the model has no chat template (tokenizer.chat_template); use `lacuna run --raw`");
     }
-    if a.model.demo {
+    if a.model.demo == Some(lacuna::Demo::Kjv) {
         eprintln!("demo model: a tiny LLaDA trained on the King James Bible; it answers in verses");
     }
     let interactive = std::io::stdin().is_terminal();
@@ -69,7 +69,7 @@ pub(crate) fn run(a: ChatArgs) -> Result<()> {
         history.push(ChatMessage::new("user", text));
         let request = a
             .sampling
-            .request(Prompt::Chat(history.clone()), engine.arch())?;
+            .request(&a.model, Prompt::Chat(history.clone()), engine.arch())?;
         let out = match generate_shown(&mut engine, &request, a.visual) {
             Ok(out) => out,
             Err(e) => {

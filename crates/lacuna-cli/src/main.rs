@@ -7,6 +7,7 @@ mod bench;
 mod canvas_view;
 mod chat;
 mod doctor;
+mod eval;
 mod fixture;
 mod inspect;
 mod list;
@@ -39,6 +40,9 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Report the CPU, kernel paths, threads, memory and CUDA, and what is missing.
     Doctor(doctor::DoctorArgs),
+    /// Exact-match accuracy of a decoding mode on problems with known answers (task, prompt,
+    /// answer per line), with forwards and ms per answer.
+    Eval(eval::EvalArgs),
     /// Write a deterministic random-weight GGUF fixture (llada, dream, llada-moe, rnd1, llada2).
     Fixture(fixture::FixtureArgs),
     /// Quantize an F32/F16/BF16 GGUF under a llama-quantize preset (no importance matrix).
@@ -88,6 +92,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Chat(args) => chat::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Doctor(args) => doctor::run(args),
+        Command::Eval(args) => eval::run(args),
         Command::Fixture(args) => fixture::run(args),
         Command::Quantize(args) => quantize::run(args),
         Command::Logits(args) => logits::run(args),

@@ -19,11 +19,13 @@ pub(crate) struct ModelArgs {
     /// GGUF model file, or hf:OWNER/REPO:QUANT (hf:OWNER/REPO/FILE.gguf) from the Hugging Face cache, downloaded when missing.
     #[arg(short = 'm', long, required_unless_present = "demo")]
     pub(crate) model: Option<PathBuf>,
-    /// Use the built-in demo model: a 4-layer LLaDA (5.5 M parameters) trained on the King
-    /// James Bible, shipped inside the binary. It writes KJV-style English and knows nothing
-    /// else; try `--raw -p "And God said,"`.
-    #[arg(long, conflicts_with = "model")]
-    pub(crate) demo: bool,
+    /// Use a demo model shipped inside the binary: `kjv` (the default when no name is given),
+    /// a 4-layer LLaDA trained on the King James Bible that writes KJV-style English and knows
+    /// nothing else (try `--raw -p "And God said,"`), or `tasks`, a 4-layer LLaDA trained on
+    /// addition, sorting and reversal (it has learned reversal: try `--demo tasks --raw -p
+    /// "rev: lantern ="`).
+    #[arg(long, conflicts_with = "model", num_args = 0..=1, default_missing_value = "kjv", value_name = "NAME")]
+    pub(crate) demo: Option<lacuna::Demo>,
     /// Worker threads (default: one per logical core).
     #[arg(long)]
     pub(crate) threads: Option<usize>,
@@ -40,6 +42,14 @@ pub(crate) struct ModelArgs {
 }
 
 impl ModelArgs {
+    /// `settings` with the demo model's schedule filled in where they give none.
+    pub(crate) fn settings(&self, settings: Settings) -> Settings {
+        match self.demo {
+            Some(demo) => demo.defaults(settings),
+            None => settings,
+        }
+    }
+
     /// Loads the engine (the demo model or the file).
     pub(crate) fn load(&self) -> Result<Engine> {
         let options = EngineOptions {
@@ -47,13 +57,14 @@ impl ModelArgs {
             weights: self.weights,
             device: self.device,
         };
-        match &self.model {
-            Some(path) if !self.demo => {
+        match (&self.model, self.demo) {
+            (_, Some(demo)) => Engine::demo_model(demo, &options).map_err(flat),
+            (Some(path), None) => {
                 let path = &crate::pull::resolve_model(path)?;
                 tracing::info!(path = %path.display(), "loading model");
                 Engine::load(path, &options).map_err(flat)
             }
-            _ => Engine::demo(&options).map_err(flat),
+            (None, None) => bail!("give a model with -m FILE, or --demo"),
         }
     }
 }
@@ -178,9 +189,15 @@ impl SamplingArgs {
         }
     }
 
-    /// The request for `prompt` on a model of `arch`.
-    pub(crate) fn request(&self, prompt: Prompt, arch: Arch) -> Result<GenerateRequest> {
-        self.settings()
+    /// The request for `prompt` on a model of `arch` (`model` fills in a demo's schedule).
+    pub(crate) fn request(
+        &self,
+        model: &ModelArgs,
+        prompt: Prompt,
+        arch: Arch,
+    ) -> Result<GenerateRequest> {
+        model
+            .settings(self.settings())
             .request(prompt, arch)
             .map_err(|e| anyhow::anyhow!(e.message(&flag_name)))
     }
@@ -197,6 +214,11 @@ pub(crate) struct RunArgs {
     /// Use the prompt as is, without the model's chat template.
     #[arg(long)]
     pub(crate) raw: bool,
+    /// Infilling: text after the generated middle. The canvas is the prompt (the prefix),
+    /// --gen-length masks, then this; only the middle is generated and printed (cut at its
+    /// first end token). Bidirectional models only (not LLaDA2). Implies --raw.
+    #[arg(long)]
+    pub(crate) suffix: Option<String>,
     #[command(flatten)]
     pub(crate) sampling: SamplingArgs,
     /// Redraw the canvas in the terminal after every step.
@@ -308,18 +330,15 @@ pub(crate) fn run(a: RunArgs) -> Result<()> {
         bail!("--logprobs is reported in --json only; add --json");
     }
     let mut engine = a.model.load().context("loading the model")?;
-    if a.model.demo {
-        eprintln!(
-            "demo model: a {}-layer LLaDA (5.5 M parameters) trained on the King James Bible; \
-             it writes KJV-style English and knows nothing else",
-            lacuna::DEMO_LAYERS
-        );
+    if let Some(demo) = a.model.demo {
+        eprintln!("demo model: {}", demo.describe());
     }
-    let prompt = prompt_for(&engine, &a.prompt, a.raw);
-    let request = a.sampling.request(prompt, engine.arch())?;
+    let prompt = prompt_for(&engine, &a.prompt, a.raw || a.suffix.is_some());
+    let mut request = a.sampling.request(&a.model, prompt, engine.arch())?;
+    request.suffix = a.suffix.clone();
     let out = generate_shown(&mut engine, &request, a.visual)?;
     if a.json {
-        let doc = json_output(&engine, a.model.demo, request.cache, &out);
+        let doc = json_output(&engine, a.model.demo.is_some(), request.cache, &out);
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
         println!("{}", out.text);

@@ -49,7 +49,7 @@ fn model_id(a: &ServeArgs) -> String {
         return alias.clone();
     }
     match &a.model.model {
-        Some(m) if !a.model.demo => {
+        Some(m) if a.model.demo.is_none() => {
             let s = m.to_string_lossy();
             match s.strip_prefix("hf:") {
                 Some(reference) => reference.to_string(),
@@ -58,7 +58,10 @@ fn model_id(a: &ServeArgs) -> String {
                     .map_or_else(|| s.to_string(), |f| f.to_string_lossy().into_owned()),
             }
         }
-        _ => "lacuna-demo".to_string(),
+        _ => match a.model.demo.unwrap_or_default() {
+            lacuna::Demo::Kjv => "lacuna-demo".to_string(),
+            other => format!("lacuna-demo-{other}"),
+        },
     }
 }
 

@@ -91,6 +91,24 @@ fn bad_settings_are_clear_errors() {
 }
 
 #[test]
+fn the_task_demo_reverses_with_its_own_schedule() {
+    let out = lacuna(&["run", "--demo", "tasks", "--raw", "-p", "rev: lantern ="]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "nretnal");
+    let out = lacuna(&["run", "--demo", "psalms", "-p", "x"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("unknown demo model \"psalms\": expected one of kjv, tasks"),
+        "{err}"
+    );
+}
+
+#[test]
 fn cached_runs_report_forwards_and_smaller_windows() {
     let run = |extra: &[&str]| {
         let mut args = vec![

@@ -30,18 +30,20 @@
 //! ```
 //!
 //! [`Engine::demo`] loads the demo model built into the library (a tiny LLaDA trained on the
-//! King James Bible), so the pipeline runs without a model file.
+//! King James Bible), so the pipeline runs without a model file; [`Engine::demo_model`] picks
+//! one of the [`Demo`] models (the other knows three checkable tasks).
 
 mod demo;
 mod engine;
 mod error;
+pub mod eval;
 mod prepare;
 mod request;
 mod run;
 pub mod settings;
 mod shared;
 
-pub use demo::{DEMO_GGUF, DEMO_LAYERS, DEMO_PROMPT};
+pub use demo::{DEMO_GGUF, DEMO_LAYERS, DEMO_PROMPT, DEMO_TASKS_GGUF, Demo, UnknownDemo};
 pub use engine::{Engine, EngineOptions};
 pub use error::{Error, Result};
 pub use prepare::Prepared;

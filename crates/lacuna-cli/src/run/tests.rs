@@ -27,8 +27,9 @@ fn cli(arch: Arch, settings: &[Setting]) -> Result<GenerateRequest, String> {
     let flags = Flags::try_parse_from(&args).map_err(|e| e.to_string())?;
     flags
         .sampling
+        .settings()
         .request(Prompt::Text("hi".into()), arch)
-        .map_err(|e| e.to_string())
+        .map_err(|e| e.message(&super::flag_name))
 }
 
 fn server(arch: Arch, settings: &[Setting]) -> Result<GenerateRequest, String> {

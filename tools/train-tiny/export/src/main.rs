@@ -6,7 +6,10 @@
 //! Lacuna's ggml-exact quantizer), 1-D norms stay F32 as llama-quantize leaves them.
 //!
 //! Usage: train-tiny-export --weights W.safetensors --tokenizer tokenizer.json --out M.gguf
-//!        [--type q8_0|f16|f32] [--name NAME]
+//!        [--type q8_0|f16|f32] [--name NAME] [--pre NAME] [--raw-only]
+//!
+//! `--pre` is `tokenizer.ggml.pre` (default `llama-bpe`, the KJV model's; the task model's is
+//! `qwen2`); `--raw-only` leaves out the chat template (the task model knows raw prompts only).
 
 mod safetensors;
 mod vocab;
@@ -26,12 +29,15 @@ struct Args {
     out: PathBuf,
     ty: GgmlType,
     name: String,
+    pre: String,
+    raw_only: bool,
 }
 
 fn args() -> Result<Args> {
     let mut it = std::env::args().skip(1);
     let (mut weights, mut tokenizer, mut out) = (None, None, None);
     let (mut ty, mut name) = (GgmlType::Q8_0, "lacuna-tiny-kjv".to_string());
+    let (mut pre, mut raw_only) = (vocab::PRE.to_string(), false);
     while let Some(a) = it.next() {
         let mut val = || it.next().with_context(|| format!("{a} needs a value"));
         match a.as_str() {
@@ -39,6 +45,8 @@ fn args() -> Result<Args> {
             "--tokenizer" => tokenizer = Some(PathBuf::from(val()?)),
             "--out" => out = Some(PathBuf::from(val()?)),
             "--name" => name = val()?,
+            "--pre" => pre = val()?,
+            "--raw-only" => raw_only = true,
             "--type" => {
                 ty = match val()?.as_str() {
                     "f32" => GgmlType::F32,
@@ -56,6 +64,8 @@ fn args() -> Result<Args> {
         out: out.context("--out is required")?,
         ty,
         name,
+        pre,
+        raw_only,
     })
 }
 
@@ -156,7 +166,7 @@ fn main() -> Result<()> {
     if a.ty == GgmlType::Q8_0 {
         w.add_metadata("general.quantization_version", 2u32)?;
     }
-    let (sp, n_tok) = vocab::add(&mut w, &a.tokenizer)?;
+    let (sp, n_tok) = vocab::add(&mut w, &a.tokenizer, &a.pre, a.raw_only)?;
     ensure!(
         n_tok == n_vocab,
         "tokenizer has {n_tok} tokens, model {n_vocab}"

@@ -10,7 +10,8 @@ use lacuna_gguf::GgufWriter;
 /// LLaDA-8B-Instruct's chat template (turn markers `<|start_header_id|>`, `<|eot_id|>`).
 pub const LLADA_TEMPLATE: &str = "{% set loop_messages = messages %}{% for message in loop_messages %}{% set content = '<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n'+ message['content'] | trim + '<|eot_id|>' %}{% if loop.index0 == 0 %}{% set content = bos_token + content %}{% endif %}{{ content }}{% endfor %}{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{% endif %}";
 
-/// `tokenizer.ggml.pre`: the LLaMA-3 split regex the BPE was trained with.
+/// `tokenizer.ggml.pre` of the KJV model: the LLaMA-3 split regex its BPE was trained with
+/// (the task model's is `qwen2`, which isolates every digit).
 pub const PRE: &str = "llama-bpe";
 
 const NORMAL: i32 = 1;
@@ -25,8 +26,15 @@ pub struct Specials {
     pub mask: u32,
 }
 
-/// Adds the `tokenizer.*` keys; returns the special ids and the vocabulary size.
-pub fn add(w: &mut GgufWriter, tokenizer_json: &Path) -> Result<(Specials, usize)> {
+/// Adds the `tokenizer.*` keys (`pre`: `tokenizer.ggml.pre`; LLaDA's chat template unless
+/// `raw_only`, for a model trained on raw prompts); returns the special ids and the
+/// vocabulary size.
+pub fn add(
+    w: &mut GgufWriter,
+    tokenizer_json: &Path,
+    pre: &str,
+    raw_only: bool,
+) -> Result<(Specials, usize)> {
     let text = std::fs::read_to_string(tokenizer_json)
         .with_context(|| format!("reading {}", tokenizer_json.display()))?;
     let tj: serde_json::Value = serde_json::from_str(&text)?;
@@ -81,7 +89,7 @@ pub fn add(w: &mut GgufWriter, tokenizer_json: &Path) -> Result<(Specials, usize
         mask: find("<|mdm_mask|>")?,
     };
     w.add_metadata("tokenizer.ggml.model", "gpt2")?;
-    w.add_metadata("tokenizer.ggml.pre", PRE)?;
+    w.add_metadata("tokenizer.ggml.pre", pre)?;
     w.add_metadata(
         "tokenizer.ggml.tokens",
         tokens.iter().map(String::as_str).collect::<Vec<_>>(),
@@ -101,6 +109,8 @@ pub fn add(w: &mut GgufWriter, tokenizer_json: &Path) -> Result<(Specials, usize
     w.add_metadata("tokenizer.ggml.mask_token_id", sp.mask)?;
     w.add_metadata("tokenizer.ggml.add_bos_token", true)?;
     w.add_metadata("tokenizer.ggml.add_eos_token", false)?;
-    w.add_metadata("tokenizer.chat_template", LLADA_TEMPLATE)?;
+    if !raw_only {
+        w.add_metadata("tokenizer.chat_template", LLADA_TEMPLATE)?;
+    }
     Ok((sp, n))
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Checks `lacuna serve` against the official OpenAI Python client (version pinned in
-requirements.txt): chat, streamed chat, completions, log-probabilities, model list, error mapping, API key, and a
+requirements.txt): chat, streamed chat, completions, log-probabilities, infilling (`suffix`), model list, error mapping, API key, and a
 clean exit on SIGTERM. Exits non-zero with a message naming the first failed check.
 
 Usage (repository root):
@@ -130,6 +130,29 @@ def main_checks(client):
     print(f"ok   completion logprobs: {n} tokens")
     expect_error(openai.BadRequestError, "top_logprobs over 20", lambda: client.chat.completions.create(
         model=MODEL, messages=MESSAGES, logprobs=True, top_logprobs=21, max_tokens=32))
+
+    # 3c. Infilling through OpenAI's own `suffix` argument: the middle changes with the
+    # suffix, carries log-probabilities, streams to the same text, and a length search reports
+    # its candidates in the `diffusion` extension.
+    fill = dict(model=MODEL, prompt="And God said,", max_tokens=16, temperature=0, seed=1,
+                extra_body={"diffusion": {"steps": 16, "block_length": 16}})
+    a = client.completions.create(suffix=" and there was light.", logprobs=1, **fill)
+    b = client.completions.create(suffix=" and it was so.", **fill)
+    plain = client.completions.create(**fill)
+    check(a.choices[0].text != plain.choices[0].text or b.choices[0].text != plain.choices[0].text,
+          f"suffix: the middle ignores the suffix: {a.choices[0].text!r} {plain.choices[0].text!r}")
+    lp = a.choices[0].logprobs
+    check(len(lp.tokens) == a.usage.completion_tokens and all(v <= 0 for v in lp.token_logprobs),
+          f"suffix logprobs: {lp}")
+    streamed = "".join(c.choices[0].text for c in client.completions.create(
+        suffix=" and there was light.", stream=True, **fill) if c.choices)
+    check(streamed == a.choices[0].text, f"suffix stream: {streamed!r} != {a.choices[0].text!r}")
+    search = dict(fill, extra_body={"diffusion": {"steps": 16, "block_length": 16, "infill_lengths": [4, 8, 16]}})
+    r = client.completions.create(suffix=" and there was light.", **search)
+    cands = (r.model_extra or {}).get("diffusion", {}).get("infill_candidates")
+    check(cands and [c["length"] for c in cands] == [4, 8, 16], f"infill_lengths: candidates {cands}")
+    print(f"ok   suffix: {a.choices[0].text!r} before ' and there was light.'; search chose "
+          f"{r.model_extra['diffusion']['infill_length']} of {[c['length'] for c in cands]}")
 
     # 4. Models.
     ids = [m.id for m in client.models.list()]

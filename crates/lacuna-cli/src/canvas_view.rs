@@ -1,5 +1,6 @@
 //! `--visual`: the canvas redrawn after every step. Masks are a dimmed glyph, tokens
-//! committed this step are highlighted, earlier ones plain; the prompt is not shown.
+//! committed this step are highlighted, earlier ones plain; the prompt is not shown, except
+//! for an infill, where the prefix and the suffix frame the middle (dimmed).
 
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
@@ -39,7 +40,21 @@ fn piece(tokenizer: &Tokenizer, id: u32) -> String {
         .collect()
 }
 
-/// One frame: a status line, then the generated region.
+/// Appends the pieces of `ids`, dimmed when `style.color` (an infill's prefix and suffix).
+fn push_fixed(out: &mut String, ids: &[u32], tokenizer: &Tokenizer, style: Style) {
+    if style.color {
+        out.push_str(DIM);
+    }
+    for &id in ids {
+        out.push_str(&piece(tokenizer, id));
+    }
+    if style.color {
+        out.push_str(RESET);
+    }
+}
+
+/// One frame: a status line, then the generated region (between prefix and suffix for an
+/// infill).
 pub(crate) fn render_frame(
     view: &StepView<'_>,
     tokenizer: &Tokenizer,
@@ -58,6 +73,10 @@ pub(crate) fn render_frame(
         masks,
         region.len()
     );
+    let infill = !view.suffix.is_empty();
+    if infill {
+        push_fixed(&mut out, &view.canvas[..view.prompt_len], tokenizer, style);
+    }
     for (i, &token) in region.iter().enumerate() {
         let position = view.prompt_len + i;
         if token == mask {
@@ -82,6 +101,9 @@ pub(crate) fn render_frame(
         } else {
             out.push_str(&piece(tokenizer, token));
         }
+    }
+    if infill {
+        push_fixed(&mut out, view.suffix, tokenizer, style);
     }
     out.push('\n');
     out

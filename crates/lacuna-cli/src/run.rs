@@ -186,6 +186,7 @@ impl SamplingArgs {
             max_post_steps: self.max_post_steps,
             keep_after_eos: false,
             logprobs: self.logprobs,
+            infill_lengths: Vec::new(),
         }
     }
 
@@ -219,6 +220,12 @@ pub(crate) struct RunArgs {
     /// first end token). Bidirectional models only (not LLaDA2). Implies --raw.
     #[arg(long)]
     pub(crate) suffix: Option<String>,
+    /// Infilling: try these middle lengths instead of --gen-length (comma-separated, e.g.
+    /// 4,8,16) and print the fill the model scores highest (mean log-probability of its
+    /// tokens and its end token, each at the step that committed it); --json lists every
+    /// candidate. --steps is scaled to each length.
+    #[arg(long, requires = "suffix", value_delimiter = ',')]
+    pub(crate) infill_lengths: Vec<usize>,
     #[command(flatten)]
     pub(crate) sampling: SamplingArgs,
     /// Redraw the canvas in the terminal after every step.
@@ -318,6 +325,21 @@ pub(crate) fn json_output(
     if let Some(records) = &out.logprobs {
         doc["logprobs"] = crate::logprobs::json(engine.tokenizer(), records);
     }
+    if let Some(search) = &out.infill {
+        doc["infill_length"] = serde_json::json!(search.chosen().length);
+        doc["infill_candidates"] = search
+            .candidates
+            .iter()
+            .map(|c| {
+                serde_json::json!({
+                    "length": c.length,
+                    "score": c.score.is_finite().then_some(c.score),
+                    "tokens": c.tokens,
+                    "text": c.text,
+                })
+            })
+            .collect();
+    }
     doc
 }
 
@@ -336,6 +358,10 @@ pub(crate) fn run(a: RunArgs) -> Result<()> {
     let prompt = prompt_for(&engine, &a.prompt, a.raw || a.suffix.is_some());
     let mut request = a.sampling.request(&a.model, prompt, engine.arch())?;
     request.suffix = a.suffix.clone();
+    if a.infill_lengths.contains(&0) {
+        bail!("--infill-lengths must be at least 1");
+    }
+    request.infill_lengths = a.infill_lengths.clone();
     let out = generate_shown(&mut engine, &request, a.visual)?;
     if a.json {
         let doc = json_output(&engine, a.model.demo.is_some(), request.cache, &out);

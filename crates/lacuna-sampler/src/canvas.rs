@@ -191,6 +191,7 @@ impl<'c> Canvas<'c> {
         on_step(&StepView {
             canvas,
             prompt_len: self.prompt_len,
+            suffix: &self.common.suffix,
             committed: &pos,
             confidences: &cs,
             step: at.step,

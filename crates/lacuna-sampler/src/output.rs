@@ -9,6 +9,10 @@ pub struct StepView<'a> {
     pub canvas: &'a [u32],
     /// Where the generated region starts in `canvas`.
     pub prompt_len: usize,
+    /// The infill suffix that follows the generated region
+    /// ([`Common::suffix`](crate::Common::suffix)), fixed for the whole generation; empty
+    /// without one.
+    pub suffix: &'a [u32],
     /// Canvas positions committed this step, most confident first.
     pub committed: &'a [usize],
     /// The confidence each committed position was ranked by (same order as `committed`).

@@ -6,32 +6,39 @@ use lacuna::tokenizer::Tokenizer;
 use serde_json::{Value, json};
 
 /// `{"step", "steps", "block", "blocks", "tokens": [text | null for a mask], "committed":
-/// [indices into tokens committed this step]}`. Token texts are their pieces with control
-/// tokens shown (so an end token is visible where it lands); invalid UTF-8 becomes U+FFFD.
+/// [indices into tokens committed this step]}`, and for an infill `"suffix": [text]`, the
+/// fixed tokens after the middle (the prefix is the request's prompt). Token texts are their
+/// pieces with control tokens shown (so an end token is visible where it lands); invalid
+/// UTF-8 becomes U+FFFD.
 pub(crate) fn canvas_json(tokenizer: &Tokenizer, mask_id: u32, view: &StepView<'_>) -> Value {
-    let generated = &view.canvas[view.prompt_len..];
-    let tokens: Vec<Value> = generated
-        .iter()
-        .map(|&t| {
-            if t == mask_id {
-                Value::Null
-            } else {
-                let bytes = tokenizer.token_bytes(t, true).unwrap_or(b"?");
-                Value::String(String::from_utf8_lossy(bytes).into_owned())
-            }
-        })
-        .collect();
+    let pieces = |ids: &[u32]| -> Vec<Value> {
+        ids.iter()
+            .map(|&t| {
+                if t == mask_id {
+                    Value::Null
+                } else {
+                    let bytes = tokenizer.token_bytes(t, true).unwrap_or(b"?");
+                    Value::String(String::from_utf8_lossy(bytes).into_owned())
+                }
+            })
+            .collect()
+    };
+    let tokens = pieces(&view.canvas[view.prompt_len..]);
     let committed: Vec<usize> = view
         .committed
         .iter()
         .filter_map(|&p| p.checked_sub(view.prompt_len))
         .collect();
-    json!({
+    let mut v = json!({
         "step": view.step + 1,
         "steps": view.total_steps,
         "block": view.block,
         "blocks": view.num_blocks,
         "tokens": tokens,
         "committed": committed,
-    })
+    });
+    if !view.suffix.is_empty() {
+        v["suffix"] = Value::Array(pieces(view.suffix));
+    }
+    v
 }

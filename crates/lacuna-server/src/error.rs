@@ -158,6 +158,9 @@ impl ApiError {
             E::InfillUnsupported { .. } => {
                 Self::invalid("suffix", msg).with_code("infill_unsupported")
             }
+            E::InfillLengthsWithoutSuffix | E::TooManyInfillLengths { .. } => {
+                Self::invalid("diffusion.infill_lengths", msg)
+            }
             E::UnsupportedSetting { setting, .. } => {
                 Self::invalid(setting_param(setting), msg).with_code("unsupported_parameter")
             }

@@ -94,6 +94,7 @@ const DIFFUSION: &[&str] = &[
     "editing_threshold",
     "max_post_steps",
     "keep_after_eos",
+    "infill_lengths",
 ];
 
 /// Parses a JSON body for `endpoint`.
@@ -587,6 +588,7 @@ pub(crate) fn diffusion(d: &Value, g: &mut Settings) -> Result<(), ApiError> {
     g.editing = f.bool("editing")?.unwrap_or(false);
     g.editing_threshold = f.number("editing_threshold")?;
     g.max_post_steps = f.usize("max_post_steps")?;
+    g.infill_lengths = f.usize_list("infill_lengths")?.unwrap_or_default();
     Ok(())
 }
 
@@ -615,6 +617,24 @@ impl Fields<'_> {
                 .map(Some)
                 .ok_or_else(|| self.err(key, "must be a non-negative integer")),
             Some(_) => Err(self.err(key, "must be a non-negative integer")),
+        }
+    }
+
+    /// An array of non-negative integers.
+    pub(crate) fn usize_list(&self, key: &str) -> Result<Option<Vec<usize>>, ApiError> {
+        const WHAT: &str = "must be an array of positive integers";
+        match self.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|v| {
+                    v.as_u64()
+                        .and_then(|v| usize::try_from(v).ok())
+                        .ok_or_else(|| self.err(key, WHAT))
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map(Some),
+            Some(_) => Err(self.err(key, WHAT)),
         }
     }
 

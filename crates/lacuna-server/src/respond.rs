@@ -178,16 +178,31 @@ fn usage(f: &Finished) -> Value {
 
 /// Lacuna's extension: what the sampler did.
 fn diffusion_report(f: &Finished) -> Value {
-    match &f.output {
-        Some(out) => json!({
-            "steps": out.stats.steps,
-            "forwards": out.stats.denoiser_calls,
-            "cache_fills": out.stats.cache_fills,
-            "tokens_per_forward": out.tokens_per_forward(),
-            "positions_per_forward": out.positions_per_forward(),
-            "step_ms_median": out.timings.step_ms_median(),
-            "total_s": out.timings.total_s,
-        }),
-        None => Value::Null,
+    let Some(out) = &f.output else {
+        return Value::Null;
+    };
+    let mut v = json!({
+        "steps": out.stats.steps,
+        "forwards": out.stats.denoiser_calls,
+        "cache_fills": out.stats.cache_fills,
+        "tokens_per_forward": out.tokens_per_forward(),
+        "positions_per_forward": out.positions_per_forward(),
+        "step_ms_median": out.timings.step_ms_median(),
+        "total_s": out.timings.total_s,
+    });
+    // An infill length search: the length returned and every candidate's score.
+    if let Some(search) = &out.infill {
+        v["infill_length"] = json!(search.chosen().length);
+        v["infill_candidates"] = search
+            .candidates
+            .iter()
+            .map(|c| json!({"length": c.length, "score": finite(c.score), "tokens": c.tokens, "text": c.text}))
+            .collect();
     }
+    v
+}
+
+/// A score as JSON: `null` for `-inf` (nothing committed), which JSON cannot write.
+fn finite(x: f64) -> Value {
+    if x.is_finite() { json!(x) } else { Value::Null }
 }

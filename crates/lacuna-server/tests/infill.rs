@@ -116,3 +116,95 @@ fn infill_speaks_llama_server() {
     bad["model"] = json!("other");
     assert_eq!(post(s.addr, "/infill", &bad).status, 404);
 }
+
+#[test]
+fn a_length_search_answers_with_its_candidates_and_streams_the_suffix_in_the_canvas() {
+    let s = shared();
+    let mut engine = common::demo_engine();
+    let mut want = GenerateRequest::infill("And God said,", " and it was so.");
+    want.gen_length = 16;
+    want.steps = 16;
+    want.block_length = Some(16);
+    want.seed = 1;
+    want.infill_lengths = vec![4, 8, 16];
+    let want = engine.generate(&want, |_| {}).unwrap();
+    let search = want.infill.as_ref().unwrap();
+    let body = json!({
+        "model": "lacuna-demo",
+        "prompt": "And God said,",
+        "suffix": " and it was so.",
+        "max_tokens": 16,
+        "seed": 1,
+        "diffusion": {"steps": 16, "block_length": 16, "infill_lengths": [16, 4, 8]},
+    });
+    let r = post(s.addr, "/v1/completions", &body);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let j = r.json();
+    assert_eq!(j["choices"][0]["text"], want.text.as_str());
+    let d = &j["diffusion"];
+    assert_eq!(d["infill_length"], search.chosen().length);
+    let candidates = d["infill_candidates"].as_array().unwrap();
+    let lengths: Vec<u64> = candidates
+        .iter()
+        .map(|c| c["length"].as_u64().unwrap())
+        .collect();
+    assert_eq!(lengths, [4, 8, 16]);
+    for (c, w) in candidates.iter().zip(&search.candidates) {
+        assert_eq!(c["text"], w.text.as_str());
+        assert!((c["score"].as_f64().unwrap() - w.score).abs() < 1e-9);
+    }
+
+    // Streaming a plain infill: every canvas shows the suffix after the middle.
+    let stream = json!({
+        "model": "lacuna-demo",
+        "prompt": "And God said,",
+        "suffix": " and it was so.",
+        "max_tokens": 8,
+        "stream": true,
+        "stream_options": {"include_canvas": true},
+        "diffusion": {"steps": 8, "block_length": 8},
+    });
+    let r = post(s.addr, "/v1/completions", &stream);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let canvases: Vec<serde_json::Value> = r
+        .sse()
+        .iter()
+        .filter(|e| e.as_str() != "[DONE]")
+        .filter_map(|e| serde_json::from_str::<serde_json::Value>(e).ok())
+        .filter_map(|c| c["choices"][0].get("canvas").cloned())
+        .collect();
+    assert!(!canvases.is_empty());
+    for c in &canvases {
+        let suffix: String = c["suffix"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t.as_str().unwrap())
+            .collect();
+        assert_eq!(suffix, " and it was so.");
+        assert_eq!(c["tokens"].as_array().unwrap().len(), 8);
+    }
+
+    // Lengths without a suffix, a zero length, and a wrong type name the field.
+    for (suffix, lengths) in [
+        (None, json!([4, 8])),
+        (Some("x"), json!([0, 4])),
+        (Some("x"), json!("4,8")),
+    ] {
+        let mut bad = body.clone();
+        match suffix {
+            Some(s) => bad["suffix"] = json!(s),
+            None => {
+                bad.as_object_mut().unwrap().remove("suffix");
+            }
+        }
+        bad["diffusion"]["infill_lengths"] = lengths.clone();
+        let r = post(s.addr, "/v1/completions", &bad);
+        assert_eq!(r.status, 400, "{lengths}: {}", r.text());
+        assert_eq!(
+            r.json()["error"]["param"],
+            "diffusion.infill_lengths",
+            "{lengths}"
+        );
+    }
+}

@@ -93,6 +93,22 @@ pub enum Error {
         /// The model's architecture.
         arch: lacuna_models::Arch,
     },
+    /// An infill length search ([`GenerateRequest::infill_lengths`](crate::GenerateRequest::infill_lengths))
+    /// without a suffix to fill before: there is no middle to search.
+    #[error(
+        "infill_lengths needs a suffix: the lengths searched are those of the middle between prompt and suffix"
+    )]
+    InfillLengthsWithoutSuffix,
+    /// More candidate lengths than an infill length search tries.
+    #[error(
+        "infill_lengths gives {given} lengths; at most {max} are searched (each is a whole generation)"
+    )]
+    TooManyInfillLengths {
+        /// Lengths given (after removing repeats).
+        given: usize,
+        /// The most searched ([`crate::infill::MAX_INFILL_LENGTHS`]).
+        max: usize,
+    },
     /// A setting that the model's sampler does not have (e.g. `top_p` for LLaDA).
     #[error("{setting} is not a setting of the {arch} sampler (it belongs to {belongs_to})")]
     UnsupportedSetting {

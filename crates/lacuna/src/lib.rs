@@ -37,6 +37,7 @@ mod demo;
 mod engine;
 mod error;
 pub mod eval;
+pub mod infill;
 mod prepare;
 mod request;
 mod run;

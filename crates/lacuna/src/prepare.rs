@@ -26,6 +26,18 @@ pub struct Prepared {
     pub(crate) gen_length: usize,
     pub(crate) steps: usize,
     pub(crate) prepare_s: f64,
+    /// An infill length search: one prepared generation per length (then `sampler` is the
+    /// longest's, and `gen_length`/`steps` the longest and the sum).
+    pub(crate) search: Option<Search>,
+}
+
+/// The candidates of an infill length search, the log-probabilities the request asked for,
+/// and the end tokens that close a fill.
+#[derive(Debug, Clone)]
+pub(crate) struct Search {
+    pub(crate) candidates: Vec<Prepared>,
+    pub(crate) logprobs: Option<usize>,
+    pub(crate) eos_ids: Vec<u32>,
 }
 
 impl Prepared {
@@ -34,12 +46,13 @@ impl Prepared {
         &self.prompt
     }
 
-    /// Tokens to generate.
+    /// Tokens to generate (an infill length search: its longest length).
     pub fn gen_length(&self) -> usize {
         self.gen_length
     }
 
-    /// Denoising steps of the schedule (an upper bound in parallel mode).
+    /// Denoising steps of the schedule (an upper bound in parallel mode; an infill length
+    /// search: all its candidates').
     pub fn steps(&self) -> usize {
         self.steps
     }
@@ -47,13 +60,10 @@ impl Prepared {
     /// The alternatives per token when log-probabilities were asked for
     /// ([`GenerateRequest::logprobs`](crate::GenerateRequest::logprobs)).
     pub fn logprobs(&self) -> Option<usize> {
-        let common = match &self.sampler {
-            SamplerConfig::Llada(c) => &c.common,
-            SamplerConfig::Dream(c) => &c.common,
-            SamplerConfig::Llada2(c) => &c.common,
-            SamplerConfig::Rnd1(c) => &c.common,
-        };
-        common.logprobs
+        match &self.search {
+            Some(search) => search.logprobs,
+            None => self.sampler.common().logprobs,
+        }
     }
 
     /// The block length the model's block-causal attention must use (LLaDA2: the sampler's
@@ -73,6 +83,18 @@ pub(crate) enum SamplerConfig {
     Dream(DreamConfig),
     Llada2(Llada2Config),
     Rnd1(Rnd1Config),
+}
+
+impl SamplerConfig {
+    /// The settings every sampler shares.
+    pub(crate) fn common(&self) -> &Common {
+        match self {
+            SamplerConfig::Llada(c) => &c.common,
+            SamplerConfig::Dream(c) => &c.common,
+            SamplerConfig::Llada2(c) => &c.common,
+            SamplerConfig::Rnd1(c) => &c.common,
+        }
+    }
 }
 
 /// What preparing a request needs of a loaded model (shared, read-only).
@@ -130,6 +152,9 @@ impl Preparer {
 
     /// Checks `request` and builds the sampler input.
     pub(crate) fn prepare(&self, request: &GenerateRequest) -> Result<Prepared> {
+        if !request.infill_lengths.is_empty() {
+            return self.prepare_search(request);
+        }
         let start = Instant::now();
         let prompt = self.prompt_tokens(&request.prompt)?;
         let suffix = self.suffix_tokens(request)?;
@@ -159,6 +184,44 @@ impl Preparer {
             gen_length: request.gen_length,
             steps: request.steps,
             prepare_s: start.elapsed().as_secs_f64(),
+            search: None,
+        })
+    }
+
+    /// An infill length search: each length of `request.infill_lengths` (sorted, repeats
+    /// removed) prepared as its own generation (see
+    /// [`GenerateRequest::infill_lengths`]), every one checked before any runs.
+    fn prepare_search(&self, request: &GenerateRequest) -> Result<Prepared> {
+        let start = Instant::now();
+        if request.suffix.as_deref().is_none_or(str::is_empty) {
+            return Err(Error::InfillLengthsWithoutSuffix);
+        }
+        let mut lengths = request.infill_lengths.clone();
+        lengths.sort_unstable();
+        lengths.dedup();
+        if lengths.len() > crate::infill::MAX_INFILL_LENGTHS {
+            return Err(Error::TooManyInfillLengths {
+                given: lengths.len(),
+                max: crate::infill::MAX_INFILL_LENGTHS,
+            });
+        }
+        let candidates = lengths
+            .iter()
+            .map(|&length| self.prepare(&crate::infill::candidate(request, length)))
+            .collect::<Result<Vec<_>>>()?;
+        let longest = candidates.last().expect("at least one length");
+        Ok(Prepared {
+            prompt: longest.prompt.clone(),
+            sampler: longest.sampler.clone(),
+            seed: request.seed,
+            gen_length: longest.gen_length,
+            steps: candidates.iter().map(|c| c.steps).sum(),
+            prepare_s: start.elapsed().as_secs_f64(),
+            search: Some(Search {
+                eos_ids: self.eos_ids.clone(),
+                candidates,
+                logprobs: request.logprobs,
+            }),
         })
     }
 

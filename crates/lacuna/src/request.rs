@@ -6,6 +6,8 @@ use lacuna_sampler::{
 };
 use lacuna_tokenizer::ChatMessage;
 
+use crate::infill::InfillSearch;
+
 /// The prompt of a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Prompt {
@@ -81,6 +83,14 @@ pub struct GenerateRequest {
     /// attention never shows the suffix to the middle, so it is an
     /// [`Error::InfillUnsupported`](crate::Error::InfillUnsupported). Default `None`.
     pub suffix: Option<String>,
+    /// Infilling: middle lengths to try instead of `gen_length` (empty, the default: no
+    /// search). Each length runs as a whole generation with `steps` scaled to it
+    /// (`ceil(steps × length / gen_length)`, rounded up to a multiple of its blocks) and
+    /// `block_length` kept where it divides the length (else one block); the fill with the
+    /// highest [`infill::fill_score`](crate::infill::fill_score) is returned, and
+    /// [`Output::infill`] lists every candidate. Needs a `suffix`; at most
+    /// [`MAX_INFILL_LENGTHS`](crate::infill::MAX_INFILL_LENGTHS) lengths.
+    pub infill_lengths: Vec<usize>,
 }
 
 impl GenerateRequest {
@@ -133,6 +143,7 @@ impl GenerateRequest {
             editing: None,
             logprobs: None,
             suffix: None,
+            infill_lengths: Vec::new(),
         }
     }
 }
@@ -190,6 +201,9 @@ pub struct Output {
     /// With [`GenerateRequest::logprobs`] set: one entry per token of `tokens`, from the
     /// step that committed it (`None` for a position left masked). `None` when not asked.
     pub logprobs: Option<Vec<Option<TokenLogprob>>>,
+    /// With [`GenerateRequest::infill_lengths`]: every length tried and its score (the
+    /// output is the chosen one's; `stats` and `timings` count them all). `None` otherwise.
+    pub infill: Option<InfillSearch>,
 }
 
 impl Output {

@@ -19,6 +19,28 @@ pub(crate) fn run<D, F>(
     tokenizer: &Tokenizer,
     mask_id: u32,
     start: Instant,
+    on_step: F,
+) -> Result<Output>
+where
+    D: Denoiser,
+    crate::Error: From<lacuna_sampler::Error<D::Error>>,
+    F: FnMut(&StepView<'_>),
+{
+    match &prepared.search {
+        Some(search) => crate::infill::search(
+            denoiser, prepared, search, tokenizer, mask_id, start, on_step,
+        ),
+        None => run_one(denoiser, prepared, tokenizer, mask_id, start, on_step),
+    }
+}
+
+/// [`run`] for one generation (not a search).
+pub(crate) fn run_one<D, F>(
+    denoiser: &mut D,
+    prepared: &Prepared,
+    tokenizer: &Tokenizer,
+    mask_id: u32,
+    start: Instant,
     mut on_step: F,
 ) -> Result<Output>
 where
@@ -49,6 +71,7 @@ where
         canvas: generation.canvas,
         stats: generation.stats,
         logprobs: generation.logprobs,
+        infill: None,
         mask_id,
         timings: Timings {
             prepare_s: prepared.prepare_s,

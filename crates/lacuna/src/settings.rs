@@ -80,6 +80,9 @@ pub struct Settings {
     /// [`MAX_TOP_LOGPROBS`]), from the step that committed it (see
     /// [`GenerateRequest::logprobs`]). `None`: not reported.
     pub logprobs: Option<usize>,
+    /// Infilling: middle lengths to search instead of `gen_length` (see
+    /// [`GenerateRequest::infill_lengths`]); empty: no search.
+    pub infill_lengths: Vec<usize>,
 }
 
 /// Most alternatives [`Settings::logprobs`] may ask for (OpenAI's `top_logprobs` limit).
@@ -275,6 +278,11 @@ impl Settings {
                 return Err(SettingsError::Zero { setting });
             }
         }
+        if self.infill_lengths.contains(&0) {
+            return Err(SettingsError::Zero {
+                setting: "infill_lengths",
+            });
+        }
         if let Some(requested) = self.logprobs.filter(|&k| k > MAX_TOP_LOGPROBS) {
             return Err(SettingsError::TooManyLogprobs { requested });
         }
@@ -338,6 +346,7 @@ impl Settings {
         });
         r.keep_after_eos = self.keep_after_eos;
         r.logprobs = self.logprobs;
+        r.infill_lengths = self.infill_lengths.clone();
         Ok(r)
     }
 }

@@ -36,6 +36,7 @@ fn masks_are_glyphs_new_tokens_marked_old_tokens_plain() {
     let view = StepView {
         canvas: &canvas,
         prompt_len: 2,
+        suffix: &[],
         committed: &[3],
         confidences: &[0.5],
         step: 1,
@@ -66,6 +67,7 @@ fn control_characters_are_escaped_newlines_kept() {
     let view = StepView {
         canvas: &canvas,
         prompt_len: 0,
+        suffix: &[],
         committed: &[],
         confidences: &[],
         step: 0,
@@ -76,4 +78,33 @@ fn control_characters_are_escaped_newlines_kept() {
     };
     let frame = render_frame(&view, engine.tokenizer(), mask, Style { color: false });
     assert!(frame.ends_with("\n\\u{7}z<0xE2>\n"), "{frame:?}");
+}
+
+#[test]
+fn an_infill_frame_shows_the_prefix_and_suffix_around_the_middle() {
+    let engine = demo();
+    let mask = engine.mask_token_id();
+    let canvas = [u32::from(b'a'), u32::from(b'b'), u32::from(b'x'), mask];
+    let suffix = [u32::from(b'y'), u32::from(b'z')];
+    let view = StepView {
+        canvas: &canvas,
+        prompt_len: 2,
+        suffix: &suffix,
+        committed: &[2],
+        confidences: &[0.9],
+        step: 0,
+        total_steps: 2,
+        block: 0,
+        num_blocks: 1,
+        logprobs: None,
+    };
+    let plain = render_frame(&view, engine.tokenizer(), mask, Style { color: false });
+    assert!(
+        plain.ends_with(&format!("\nab[x]{MASK_GLYPH}yz\n")),
+        "{plain:?}"
+    );
+    let color = render_frame(&view, engine.tokenizer(), mask, Style { color: true });
+    assert!(color.contains("\x1b[2mab\x1b[0m"), "{color:?}");
+    assert!(color.contains("\x1b[2myz\x1b[0m"), "{color:?}");
+    // Without a suffix the prompt stays hidden (the first test).
 }

@@ -120,7 +120,7 @@ def train_tokenizer():
 class Tasks:
     """Encodes problems into training sequences with the trained tokenizer."""
 
-    def __init__(self, tokenizer_json, held, tasks=TASKS):
+    def __init__(self, tokenizer_json, held, tasks=TASKS, mix=None):
         from tokenizers import Tokenizer
         self.tok = Tokenizer.from_file(tokenizer_json)
         ids = {t: self.tok.token_to_id(t) for t in SPECIALS}
@@ -128,13 +128,18 @@ class Tasks:
         self.mask = ids["<|mdm_mask|>"]
         self.held = {h["prompt"] for h in held}
         self.tasks = tuple(tasks)
+        w = np.array([(mix or {}).get(t, 1.0) for t in self.tasks], dtype=np.float64)
+        self.weights = w / w.sum()
 
     def enc(self, s):
         return self.tok.encode(s, add_special_tokens=False).ids
 
     def draw(self, rng, level=1.0):
         while True:
-            task = self.tasks[int(rng.integers(len(self.tasks)))]
+            if np.allclose(self.weights, self.weights[0]):
+                task = self.tasks[int(rng.integers(len(self.tasks)))]  # run3's draw, kept
+            else:
+                task = self.tasks[int(rng.choice(len(self.tasks), p=self.weights))]
             p, a = problem(task, rng, level)
             if p not in self.held:
                 return task, p, a

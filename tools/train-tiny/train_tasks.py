@@ -52,6 +52,9 @@ def parse():
                    help="share of batches padded to the generation canvas (prompt + 32)")
     p.add_argument("--export", action="store_true")
     p.add_argument("--max-minutes", type=float, default=1e9)
+    p.add_argument("--init-gguf", help="start from this GGUF's weights (a warm start: a fresh "
+                   "optimizer and schedule; ignored when the run has a checkpoint)")
+    p.add_argument("--mix", default="", help="task weights, e.g. add=2,sort=2,rev=1 (default: equal)")
     return p.parse_args()
 
 
@@ -104,12 +107,42 @@ def accuracy(model, tasks, held, n):
     return acc
 
 
+def state_from_gguf(path, cfg):
+    """The model's state dict from a GGUF this exporter wrote (any type gguf-py dequantizes):
+    names mapped back, shapes as PyTorch's, and Q/K rows un-permuted (the exporter's
+    `permute_rows` inverse: ggml row `h*hd + 2i + j` is PyTorch row `h*hd + j*hd/2 + i`)."""
+    from gguf import GGUFReader
+    from gguf.quants import dequantize
+    names = {"token_embd": "transformer.wte", "output_norm": "transformer.ln_f",
+             "output": "transformer.ff_out"}
+    per_layer = {"attn_norm": "attn_norm", "attn_q": "q_proj", "attn_k": "k_proj",
+                 "attn_v": "v_proj", "attn_output": "attn_out", "ffn_norm": "ff_norm",
+                 "ffn_gate": "ff_proj", "ffn_up": "up_proj", "ffn_down": "ff_out"}
+    state = {}
+    for t in GGUFReader(path).tensors:
+        base = t.name.removesuffix(".weight")
+        if base.startswith("blk."):
+            _, il, part = base.split(".", 2)
+            key = f"transformer.blocks.{il}.{per_layer[part]}.weight"
+        else:
+            key = names[base] + ".weight"
+        w = np.asarray(dequantize(t.data, t.tensor_type), dtype=np.float32)
+        w = w.reshape([int(d) for d in reversed(t.shape)]) if w.ndim > 1 or len(t.shape) > 1 else w.reshape(-1)
+        if key.endswith(("q_proj.weight", "k_proj.weight")):
+            rows, cols = w.shape
+            hd = rows // cfg.n_heads
+            w = w.reshape(cfg.n_heads, hd // 2, 2, cols).transpose(0, 2, 1, 3).reshape(rows, cols)
+        state[key] = torch.from_numpy(np.array(w, dtype=np.float32, copy=True))
+    return state
+
+
 def main():
     a = parse()
     torch.set_num_threads(a.threads)
     os.makedirs(a.out, exist_ok=True)
     held = read_problems(os.path.join(a.data, "heldout.tsv"))
-    tasks = Tasks(os.path.join(a.data, "tokenizer.json"), held, a.tasks)
+    mix = dict((k, float(v)) for k, v in (kv.split("=") for kv in a.mix.split(",") if kv))
+    tasks = Tasks(os.path.join(a.data, "tokenizer.json"), held, a.tasks, mix)
     cfg = Config(vocab_size=tasks.tok.get_vocab_size(), d_model=a.d_model, n_layers=a.layers,
                  n_heads=a.heads, mlp_hidden_size=a.ffn, max_sequence_length=a.ctx,
                  mask_token_id=tasks.mask)
@@ -132,6 +165,9 @@ def main():
         rng.bit_generator.state = st["np_rng"]
         gen.set_state(st["torch_rng"])
         print(f"resumed at step {step}", flush=True)
+    elif a.init_gguf:
+        model.load_state_dict(state_from_gguf(a.init_gguf, cfg))
+        print(f"initialised from {a.init_gguf}", flush=True)
     if a.export:
         meta = {"config": json.dumps(cfg.to_dict()), "step": str(step)}
         save_safetensors(os.path.join(a.out, "weights.safetensors"), hf_state_dict(model), meta)

@@ -44,6 +44,22 @@ MODES = [
 ]
 
 
+# The block-diffusion twin (`--twin`, a tiny llada2): LLaDA2's sampler commits every masked
+# position of the current block above its threshold (0.95 by default), at least its scheduled
+# one per step; exact is threshold 1.0 (one token per step), no cache.
+MODES_LLADA2 = [
+    ("exact", ["--threshold", "1.0"]),
+    ("official (threshold 0.95)", []),
+    ("threshold 0.7", ["--threshold", "0.7"]),
+    ("threshold 0.5", ["--threshold", "0.5"]),
+    ("block cache, threshold 1.0", ["--cache", "prefix", "--threshold", "1.0"]),
+    ("block cache (fast)", ["--fast"]),
+    ("editing (LLaDA2.1)", ["--editing"]),
+    ("block cache + editing", ["--fast", "--editing"]),
+]
+TWIN = os.path.join(ROOT, "models/lacuna-tiny-tasks-llada2.gguf")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--machine-id", required=True)
@@ -52,12 +68,18 @@ def main():
     ap.add_argument("--gen-length", type=int, default=32)
     ap.add_argument("--block-length", type=int, default=8)
     ap.add_argument("--modes", nargs="*", help="only these mode names (exact always runs)")
+    ap.add_argument("--twin", action="store_true",
+                    help="the llada2 block-diffusion twin (models/lacuna-tiny-tasks-llada2.gguf)")
     a = ap.parse_args()
-    schedule = ["--gen-length", str(a.gen_length), "--steps", str(a.gen_length),
+    # LLaDA counts steps over the whole generation, LLaDA2 per block: one token per step both.
+    steps = a.block_length if a.twin else a.gen_length
+    schedule = ["--gen-length", str(a.gen_length), "--steps", str(steps),
                 "--block-length", str(a.block_length)]
-    base = [LACUNA, "eval", "--demo", "tasks", "--problems", PROBLEMS, "--per-task", str(a.per_task),
+    model = ["-m", TWIN] if a.twin else ["--demo", "tasks"]
+    base = [LACUNA, "eval", *model, "--problems", PROBLEMS, "--per-task", str(a.per_task),
             "--threads", str(a.threads), "--json"] + schedule
-    modes = [m for m in MODES if m[0] == "exact" or not a.modes or m[0] in a.modes]
+    all_modes = MODES_LLADA2 if a.twin else MODES
+    modes = [m for m in all_modes if m[0] == "exact" or not a.modes or m[0] in a.modes]
     out_modes = []
     with tempfile.TemporaryDirectory() as tmp:
         ref = os.path.join(tmp, "exact.tsv")
@@ -70,17 +92,20 @@ def main():
         "kind": "lacuna.task-accuracy.v0",
         "date": datetime.date.today().isoformat(),
         "machine": dict(id=a.machine_id, **machine(a.threads)),
-        "model": "lacuna-tiny-tasks (lacuna run --demo tasks), Q8_0, tools/train-tiny/README.md",
+        "model": ("lacuna-tiny-tasks-llada2 (models/lacuna-tiny-tasks-llada2.gguf), Q8_0" if a.twin else
+                  "lacuna-tiny-tasks (lacuna run --demo tasks), Q8_0") + ", tools/train-tiny/README.md",
         "problems": os.path.relpath(PROBLEMS, ROOT),
         "per_task": a.per_task,
-        "schedule": {"gen_length": a.gen_length, "steps": a.gen_length, "block_length": a.block_length,
-                     "remasking": "low_confidence", "temperature": 0.0},
+        "schedule": {"gen_length": a.gen_length, "steps": steps, "block_length": a.block_length,
+                     "temperature": 0.0,
+                     **({"steps_count": "per block"} if a.twin else {"remasking": "low_confidence"})},
         "command": "python3 tools/bench/tasks.py " + " ".join(sys.argv[1:]),
         "modes": out_modes,
     }
     out_dir = os.path.join(ROOT, "bench-results", a.machine_id, "tasks")
     os.makedirs(out_dir, exist_ok=True)
-    path = os.path.join(out_dir, f"lacuna-tiny-tasks-g{a.gen_length}-b{a.block_length}-t{a.threads}.json")
+    name = "lacuna-tiny-tasks-llada2" if a.twin else "lacuna-tiny-tasks"
+    path = os.path.join(out_dir, f"{name}-g{a.gen_length}-b{a.block_length}-t{a.threads}.json")
     with open(path, "w") as f:
         json.dump(result, f, indent=1)
         f.write("\n")

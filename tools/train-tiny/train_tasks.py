@@ -18,6 +18,8 @@ import numpy as np
 import torch
 
 from model import Config, LLaDA, hf_state_dict
+from model_llada2 import Config2, LLaDA2Tiny, block_diffusion_loss, gguf_state_dict, upcycle
+from model_llada2 import decode as decode_llada2
 from tasks import TASKS, Tasks, batch, read_problems
 from train import diffusion_loss, lr_at, save_safetensors
 
@@ -54,6 +56,10 @@ def parse():
     p.add_argument("--max-minutes", type=float, default=1e9)
     p.add_argument("--init-gguf", help="start from this GGUF's weights (a warm start: a fresh "
                    "optimizer and schedule; ignored when the run has a checkpoint)")
+    p.add_argument("--arch", choices=["llada", "llada2"], default="llada",
+                   help="llada2: the block-diffusion twin (model_llada2.py); --init-gguf then "
+                   "upcycles a trained llada GGUF")
+    p.add_argument("--block", type=int, default=8, help="llada2: block length")
     p.add_argument("--mix", default="", help="task weights, e.g. add=2,sort=2,rev=1 (default: equal)")
     return p.parse_args()
 
@@ -63,6 +69,11 @@ def decode(model, tasks, prompt, gen=GEN):
     """LLaDA's `generate` with steps = gen_length = block_length, low-confidence
     remasking, temperature 0: each step commits the most confident masked position."""
     ids = [tasks.bos] + tasks.enc(prompt)
+    if isinstance(model, LLaDA2Tiny):
+        out = decode_llada2(model, ids, gen, tasks.mask)
+        if tasks.eos in out:
+            out = out[:out.index(tasks.eos)]
+        return tasks.tok.decode(out)
     x = torch.tensor([ids + [tasks.mask] * gen])
     for _ in range(gen):
         logits = model(x)[0].float()
@@ -143,11 +154,18 @@ def main():
     held = read_problems(os.path.join(a.data, "heldout.tsv"))
     mix = dict((k, float(v)) for k, v in (kv.split("=") for kv in a.mix.split(",") if kv))
     tasks = Tasks(os.path.join(a.data, "tokenizer.json"), held, a.tasks, mix)
-    cfg = Config(vocab_size=tasks.tok.get_vocab_size(), d_model=a.d_model, n_layers=a.layers,
-                 n_heads=a.heads, mlp_hidden_size=a.ffn, max_sequence_length=a.ctx,
-                 mask_token_id=tasks.mask)
     torch.manual_seed(a.seed)
-    model = LLaDA(cfg)
+    if a.arch == "llada2":
+        cfg = Config2(vocab_size=tasks.tok.get_vocab_size(), d_model=a.d_model, n_layers=a.layers,
+                      n_heads=a.heads, n_kv_heads=a.heads, head_dim=a.d_model // a.heads,
+                      n_rot=a.d_model // a.heads, ffn=a.ffn, shared_ffn=a.ffn,
+                      max_sequence_length=a.ctx, mask_token_id=tasks.mask, block=a.block)
+        model = LLaDA2Tiny(cfg)
+    else:
+        cfg = Config(vocab_size=tasks.tok.get_vocab_size(), d_model=a.d_model, n_layers=a.layers,
+                     n_heads=a.heads, mlp_hidden_size=a.ffn, max_sequence_length=a.ctx,
+                     mask_token_id=tasks.mask)
+        model = LLaDA(cfg)
     decay, no_decay = [], []
     for _, p in model.named_parameters():
         (no_decay if p.ndim < 2 else decay).append(p)
@@ -165,12 +183,19 @@ def main():
         rng.bit_generator.state = st["np_rng"]
         gen.set_state(st["torch_rng"])
         print(f"resumed at step {step}", flush=True)
+    elif a.init_gguf and a.arch == "llada2":
+        heads = Config(n_heads=a.heads)
+        # Q/K norms calibrated on a batch of full-level problems (a fixed seed, not the run's).
+        sample, _ = batch(tasks, np.random.default_rng(1), 64, GEN, a.whole_frac, 1.0, 1.0)
+        upcycle(model, state_from_gguf(a.init_gguf, heads), torch.from_numpy(sample))
+        print(f"upcycled from {a.init_gguf}", flush=True)
     elif a.init_gguf:
         model.load_state_dict(state_from_gguf(a.init_gguf, cfg))
         print(f"initialised from {a.init_gguf}", flush=True)
     if a.export:
-        meta = {"config": json.dumps(cfg.to_dict()), "step": str(step)}
-        save_safetensors(os.path.join(a.out, "weights.safetensors"), hf_state_dict(model), meta)
+        meta = {"config": json.dumps({**cfg.to_dict(), "arch": a.arch}), "step": str(step)}
+        weights = gguf_state_dict(model) if a.arch == "llada2" else hf_state_dict(model)
+        save_safetensors(os.path.join(a.out, "weights.safetensors"), weights, meta)
         with open(os.path.join(a.out, "config.json"), "w") as f:
             json.dump({**cfg.to_dict(), "step": step, "args": vars(a)}, f, indent=1)
         print(f"exported step {step}")
@@ -196,8 +221,12 @@ def main():
         ids, elig = batch(tasks, rng, a.batch, GEN, a.whole_frac, level, a.full_frac)
         for g in opt.param_groups:
             g["lr"] = lr_at(step, progress(), a)
-        loss = diffusion_loss(model, torch.from_numpy(ids), torch.from_numpy(elig), cfg.mask_token_id, gen,
-                              bf16=a.bf16)
+        if a.arch == "llada2":
+            loss = block_diffusion_loss(model, torch.from_numpy(ids), torch.from_numpy(elig),
+                                        cfg.mask_token_id, gen)
+        else:
+            loss = diffusion_loss(model, torch.from_numpy(ids), torch.from_numpy(elig), cfg.mask_token_id,
+                                  gen, bf16=a.bf16)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

@@ -5,12 +5,16 @@
 //! LLaDA's `rotate_half` RoPE. 2-D weights get `--type` (f32, f16 or q8_0, quantized with
 //! Lacuna's ggml-exact quantizer), 1-D norms stay F32 as llama-quantize leaves them.
 //!
+//! The block-diffusion twin (`train_tasks.py --arch llada2`) is written as a `llada2` GGUF
+//! instead (see `llada2.rs`): its safetensors' config says `"arch": "llada2"`.
+//!
 //! Usage: train-tiny-export --weights W.safetensors --tokenizer tokenizer.json --out M.gguf
 //!        [--type q8_0|f16|f32] [--name NAME] [--pre NAME] [--raw-only]
 //!
 //! `--pre` is `tokenizer.ggml.pre` (default `llama-bpe`, the KJV model's; the task model's is
 //! `qwen2`); `--raw-only` leaves out the chat template (the task model knows raw prompts only).
 
+mod llada2;
 mod safetensors;
 mod vocab;
 
@@ -127,11 +131,52 @@ fn encode(t: &Tensor, ty: GgmlType) -> Result<(GgmlType, Vec<u8>)> {
     Ok((ty, bytes))
 }
 
+/// The block-diffusion twin: `llada2` metadata, tensors by their own (GGUF) names.
+fn export_llada2(
+    a: &Args,
+    tensors: BTreeMap<String, Tensor>,
+    meta: &BTreeMap<String, String>,
+    cfg: &serde_json::Value,
+) -> Result<()> {
+    let mut w = GgufWriter::new();
+    w.add_metadata("general.architecture", "llada2")?;
+    w.add_metadata("general.name", a.name.as_str())?;
+    w.add_metadata("general.file_type", file_type(a.ty))?;
+    if a.ty == GgmlType::Q8_0 {
+        w.add_metadata("general.quantization_version", 2u32)?;
+    }
+    llada2::metadata(&mut w, cfg)?;
+    let (sp, n_tok) = vocab::add(&mut w, &a.tokenizer, &a.pre, a.raw_only)?;
+    ensure!(
+        Some(n_tok as u64) == cfg["vocab_size"].as_u64(),
+        "tokenizer has {n_tok} tokens, model {}",
+        cfg["vocab_size"]
+    );
+    ensure!(
+        cfg["mask_token_id"].as_u64() == Some(u64::from(sp.mask)),
+        "model trained with mask id {}, tokenizer says {}",
+        cfg["mask_token_id"],
+        sp.mask
+    );
+    let n = llada2::tensors(&mut w, tensors, a.ty, encode)?;
+    w.write_file(&a.out)?;
+    let size = std::fs::metadata(&a.out)?.len();
+    println!(
+        "wrote {} (llada2, {n} tensors, {size} bytes, step {})",
+        a.out.display(),
+        meta.get("step").map_or("?", String::as_str)
+    );
+    Ok(())
+}
+
 fn main() -> Result<()> {
     let a = args()?;
     let (mut tensors, meta) = safetensors::read(&a.weights)?;
     let cfg: serde_json::Value =
         serde_json::from_str(meta.get("config").context("no config in __metadata__")?)?;
+    if cfg["arch"] == "llada2" {
+        return export_llada2(&a, tensors, &meta, &cfg);
+    }
     let u = |k: &str| -> Result<usize> {
         Ok(cfg[k].as_u64().with_context(|| format!("config.{k}"))? as usize)
     };

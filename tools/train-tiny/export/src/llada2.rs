@@ -11,15 +11,17 @@ use lacuna_gguf::{GgmlType, GgufWriter};
 
 use crate::safetensors::Tensor;
 
-/// Writes the twin's metadata from its training config `cfg` (the model's `Config2`).
-pub(crate) fn metadata(w: &mut GgufWriter, cfg: &serde_json::Value) -> Result<()> {
+/// Writes the twin's metadata from its training config `cfg` (the model's `Config2`) under
+/// `arch`'s keys: `llada2`, or `bailingmoe2` (llama.cpp's autoregressive graph of the same
+/// tensors: the llama.cpp oracle of LLaDA2's graph, run causal against attention blocks of 1).
+pub(crate) fn metadata(w: &mut GgufWriter, cfg: &serde_json::Value, arch: &str) -> Result<()> {
     let u = |k: &str| -> Result<u32> {
         Ok(cfg[k].as_u64().with_context(|| format!("config.{k}"))? as u32)
     };
     let f = |k: &str| -> Result<f32> {
         Ok(cfg[k].as_f64().with_context(|| format!("config.{k}"))? as f32)
     };
-    let k = |s: &str| format!("llada2.{s}");
+    let k = |s: &str| format!("{arch}.{s}");
     w.add_metadata(&k("vocab_size"), u("vocab_size")?)?;
     w.add_metadata(&k("context_length"), u("max_sequence_length")?)?;
     w.add_metadata(&k("embedding_length"), u("d_model")?)?;
@@ -44,7 +46,9 @@ pub(crate) fn metadata(w: &mut GgufWriter, cfg: &serde_json::Value) -> Result<()
     w.add_metadata(&k("expert_gating_func"), 2u32)?;
     w.add_metadata(&k("expert_group_count"), 1u32)?;
     w.add_metadata(&k("expert_group_used_count"), 1u32)?;
-    w.add_metadata("diffusion.shift_logits", false)?;
+    if arch == "llada2" {
+        w.add_metadata("diffusion.shift_logits", false)?;
+    }
     Ok(())
 }
 

@@ -6,10 +6,11 @@
 //! Lacuna's ggml-exact quantizer), 1-D norms stay F32 as llama-quantize leaves them.
 //!
 //! The block-diffusion twin (`train_tasks.py --arch llada2`) is written as a `llada2` GGUF
-//! instead (see `llada2.rs`): its safetensors' config says `"arch": "llada2"`.
+//! instead (see `llada2.rs`): its safetensors' config says `"arch": "llada2"`; with
+//! `--bailingmoe2`, as llama.cpp's autoregressive `bailingmoe2` (the oracle of its graph).
 //!
 //! Usage: train-tiny-export --weights W.safetensors --tokenizer tokenizer.json --out M.gguf
-//!        [--type q8_0|f16|f32] [--name NAME] [--pre NAME] [--raw-only]
+//!        [--type q8_0|f16|f32] [--name NAME] [--pre NAME] [--raw-only] [--bailingmoe2]
 //!
 //! `--pre` is `tokenizer.ggml.pre` (default `llama-bpe`, the KJV model's; the task model's is
 //! `qwen2`); `--raw-only` leaves out the chat template (the task model knows raw prompts only).
@@ -35,13 +36,14 @@ struct Args {
     name: String,
     pre: String,
     raw_only: bool,
+    bailingmoe2: bool,
 }
 
 fn args() -> Result<Args> {
     let mut it = std::env::args().skip(1);
     let (mut weights, mut tokenizer, mut out) = (None, None, None);
     let (mut ty, mut name) = (GgmlType::Q8_0, "lacuna-tiny-kjv".to_string());
-    let (mut pre, mut raw_only) = (vocab::PRE.to_string(), false);
+    let (mut pre, mut raw_only, mut bailingmoe2) = (vocab::PRE.to_string(), false, false);
     while let Some(a) = it.next() {
         let mut val = || it.next().with_context(|| format!("{a} needs a value"));
         match a.as_str() {
@@ -51,6 +53,7 @@ fn args() -> Result<Args> {
             "--name" => name = val()?,
             "--pre" => pre = val()?,
             "--raw-only" => raw_only = true,
+            "--bailingmoe2" => bailingmoe2 = true,
             "--type" => {
                 ty = match val()?.as_str() {
                     "f32" => GgmlType::F32,
@@ -70,6 +73,7 @@ fn args() -> Result<Args> {
         name,
         pre,
         raw_only,
+        bailingmoe2,
     })
 }
 
@@ -138,14 +142,15 @@ fn export_llada2(
     meta: &BTreeMap<String, String>,
     cfg: &serde_json::Value,
 ) -> Result<()> {
+    let arch = if a.bailingmoe2 { "bailingmoe2" } else { "llada2" };
     let mut w = GgufWriter::new();
-    w.add_metadata("general.architecture", "llada2")?;
+    w.add_metadata("general.architecture", arch)?;
     w.add_metadata("general.name", a.name.as_str())?;
     w.add_metadata("general.file_type", file_type(a.ty))?;
     if a.ty == GgmlType::Q8_0 {
         w.add_metadata("general.quantization_version", 2u32)?;
     }
-    llada2::metadata(&mut w, cfg)?;
+    llada2::metadata(&mut w, cfg, arch)?;
     let (sp, n_tok) = vocab::add(&mut w, &a.tokenizer, &a.pre, a.raw_only)?;
     ensure!(
         Some(n_tok as u64) == cfg["vocab_size"].as_u64(),
@@ -162,7 +167,7 @@ fn export_llada2(
     w.write_file(&a.out)?;
     let size = std::fs::metadata(&a.out)?.len();
     println!(
-        "wrote {} (llada2, {n} tensors, {size} bytes, step {})",
+        "wrote {} ({arch}, {n} tensors, {size} bytes, step {})",
         a.out.display(),
         meta.get("step").map_or("?", String::as_str)
     );

@@ -35,7 +35,7 @@ def tokens(text):
 
 
 def fill(prefix, suffix, mode, n):
-    args = [LACUNA, "run", "--demo", "tasks", "--threads", "1", "-p", prefix, "--suffix", suffix, "--json"]
+    args = [LACUNA, "run", "-m", GGUF, "--threads", "1", "-p", prefix, "--suffix", suffix, "--json"]
     if mode == "search":
         args += ["--gen-length", "8", "--steps", "8", "--block-length", "8", "--infill-lengths", SEARCH]
     else:

@@ -40,7 +40,9 @@ def load_safetensors(path):
 
 def load_model(path):
     tensors, meta = load_safetensors(path)
-    cfg = Config(**json.loads(meta["config"]))
+    c = json.loads(meta["config"])
+    c.pop("arch", None)  # train_tasks.py records it; the llada model's Config has no field
+    cfg = Config(**c)
     model = LLaDA(cfg)
     model.load_state_dict({k[len("model."):]: v for k, v in tensors.items()})
     model.eval()

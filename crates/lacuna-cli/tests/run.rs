@@ -99,6 +99,25 @@ fn the_task_demo_reverses_with_its_own_schedule() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "nretnal");
+    // The check: the task model adds (since its second training session).
+    let out = lacuna(&["run", "--demo", "tasks", "--raw", "-p", "add: 12+30="]);
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "42");
+    // Its llada2 twin, with LLaDA2's sampler and its own schedule (8 steps per block of 8).
+    let out = lacuna(&[
+        "run",
+        "--demo",
+        "tasks-llada2",
+        "--raw",
+        "-p",
+        "rev: lantern =",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "nretnal");
     let out = lacuna(&["run", "--demo", "psalms", "-p", "x"]);
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);

@@ -44,7 +44,9 @@ mod run;
 pub mod settings;
 mod shared;
 
-pub use demo::{DEMO_GGUF, DEMO_LAYERS, DEMO_PROMPT, DEMO_TASKS_GGUF, Demo, UnknownDemo};
+pub use demo::{
+    DEMO_GGUF, DEMO_LAYERS, DEMO_PROMPT, DEMO_TASKS_GGUF, DEMO_TASKS_LLADA2_GGUF, Demo, UnknownDemo,
+};
 pub use engine::{Engine, EngineOptions};
 pub use error::{Error, Result};
 pub use prepare::Prepared;

@@ -22,8 +22,8 @@ pub(crate) struct ModelArgs {
     /// Use a demo model shipped inside the binary: `kjv` (the default when no name is given),
     /// a 4-layer LLaDA trained on the King James Bible that writes KJV-style English and knows
     /// nothing else (try `--raw -p "And God said,"`), `tasks`, a 4-layer LLaDA trained on
-    /// addition, sorting and reversal (it has learned reversal: try `--demo tasks --raw -p
-    /// "rev: lantern ="`), or `tasks-llada2`, its block-diffusion twin (a tiny LLaDA2).
+    /// addition, sorting and reversal (try `--demo tasks --raw -p "add: 12+30="`), or
+    /// `tasks-llada2`, its block-diffusion twin (a tiny LLaDA2).
     #[arg(long, conflicts_with = "model", num_args = 0..=1, default_missing_value = "kjv", value_name = "NAME")]
     pub(crate) demo: Option<lacuna::Demo>,
     /// Worker threads (default: one per logical core).

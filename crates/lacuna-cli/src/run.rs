@@ -221,9 +221,9 @@ pub(crate) struct RunArgs {
     #[arg(long)]
     pub(crate) suffix: Option<String>,
     /// Infilling: try these middle lengths instead of --gen-length (comma-separated, e.g.
-    /// 4,8,16) and print the fill the model scores highest (mean log-probability of its
-    /// tokens and its end token, each at the step that committed it); --json lists every
-    /// candidate. --steps is scaled to each length.
+    /// 4,8,16) and print the fill the model scores highest (the mean log-probability of the
+    /// suffix's first 32 tokens, masked, after the fill: one extra forward per length);
+    /// --json lists every candidate. --steps is scaled to each length.
     #[arg(long, requires = "suffix", value_delimiter = ',')]
     pub(crate) infill_lengths: Vec<usize>,
     #[command(flatten)]

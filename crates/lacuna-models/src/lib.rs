@@ -38,6 +38,6 @@ pub use cpu::{CpuBackend, WeightLayout};
 pub use cuda::CudaBackend;
 pub use device::{AnyModel, Device};
 pub use error::{Error, Result};
-pub use model::{Bound, DEFAULT_BLOCK, KvCache, Model, PartTimes, PassSpec};
+pub use model::{BatchPass, Bound, DEFAULT_BLOCK, KvCache, Model, PartTimes, PassSpec};
 pub use preset::Preset;
 pub use quantize::quantize;

@@ -20,7 +20,7 @@ mod timer;
 pub use cache::{Bound, KvCache, PassSpec};
 pub use timer::PartTimes;
 
-use pass::{Geometry, Graph, Scratch};
+use pass::{Geometry, Graph, Scratch, Segment};
 use timer::Timer;
 
 /// LLaDA2's default block length (its generate code's `block_length=32`).
@@ -351,28 +351,132 @@ impl<B: Backend> Model<B> {
         rows: Option<&[usize]>,
         out: &mut [f32],
     ) -> Result<()> {
-        let block = self.resolve_attention_block(spec.attention_block)?;
-        let n_rows = self.check(tokens, rows, out)?;
-        let window = Self::window(cache.as_deref(), block, tokens.len(), spec.pass, rows)?;
-        if n_rows == 0 {
-            return Ok(());
+        let mut one = [BatchPass {
+            cache,
+            spec,
+            tokens,
+            rows,
+            out,
+        }];
+        let mut results = self.forward_batch(&mut one)?;
+        results.pop().unwrap_or(Ok(()))
+    }
+
+    /// Checks one pass of a batch and says what it runs.
+    fn plan(&self, p: &BatchPass<'_, B::Buf>) -> Result<Planned> {
+        let block = self.resolve_attention_block(p.spec.attention_block)?;
+        let n_rows = self.check(p.tokens, p.rows, p.out)?;
+        let window = Self::window(
+            p.cache.as_deref(),
+            block,
+            p.tokens.len(),
+            p.spec.pass,
+            p.rows,
+        )?;
+        if matches!(p.spec.pass, Pass::Fill | Pass::Window(_)) && p.cache.is_none() {
+            // `forward_pass` always has a cache; only a batch item can lack one.
+            return Err(Error::CacheNotFilled {
+                len: p.tokens.len(),
+                cached: 0,
+            });
         }
-        let t_all = tokens.len();
         let pos0 = window.start;
         let t = window.len();
         // Requested rows as indices into the window; all of them in order is no selection.
-        let local: Option<Vec<usize>> = rows
-            .map(|r| r.iter().map(|&i| i - pos0).collect())
-            .filter(|r: &Vec<usize>| r.len() != t);
+        let local = p
+            .rows
+            .map(|r| r.iter().map(|&i| i - pos0).collect::<Vec<_>>())
+            .filter(|r| r.len() != t);
+        Ok(Planned {
+            block,
+            n_rows,
+            window,
+            local,
+        })
+    }
+
+    /// Several canvases' passes as one forward: the rows of every pass's window are
+    /// concatenated for each matrix product (every weight read once for all of them), while
+    /// RoPE, attention (each canvas over its own keys, under its own mask) and the cache
+    /// writes stay per canvas, and the LM head runs only on the rows each pass asks for.
+    ///
+    /// Each pass computes exactly what [`Model::forward_pass`] (or [`Model::forward`] for a
+    /// [`Pass::Full`] without a cache) computes for it alone, bit for bit: activations are
+    /// quantized per row and every kernel's result for a row is independent of the other
+    /// rows in the product.
+    ///
+    /// Returns one result per pass: a pass that fails its checks (canvas, rows, window,
+    /// cache) gets its error and is left out, the others run. The outer error is a failure
+    /// of the batched forward itself (the backend), after which every pass's cache is
+    /// invalid.
+    pub fn forward_batch(
+        &mut self,
+        passes: &mut [BatchPass<'_, B::Buf>],
+    ) -> Result<Vec<Result<()>>> {
+        let mut results = Vec::with_capacity(passes.len());
+        let mut planned = Vec::with_capacity(passes.len());
+        for p in passes.iter() {
+            match self.plan(p) {
+                Ok(plan) if plan.n_rows > 0 => {
+                    planned.push(Some(plan));
+                    results.push(Ok(()));
+                }
+                Ok(_) => {
+                    planned.push(None);
+                    results.push(Ok(()));
+                }
+                Err(e) => {
+                    planned.push(None);
+                    results.push(Err(e));
+                }
+            }
+        }
         let cfg = &self.config;
         let be = &mut self.backend;
-        // A full pass neither reads nor writes the cache.
-        let mut cache = match spec.pass {
-            Pass::Full => None,
-            Pass::Fill | Pass::Window(_) => cache,
-        };
-        if let Some(c) = cache.as_deref_mut() {
-            c.prepare(be, cfg.n_layer, t_all, cfg.kv_dim())?;
+        let mut segs = Vec::new();
+        let mut caches = Vec::new();
+        let mut outs = Vec::new();
+        // What each run cache holds after the pass: (length, block).
+        let mut kept = Vec::new();
+        let (mut row0, mut tokens) = (0, Vec::new());
+        for (p, plan) in passes.iter_mut().zip(&planned) {
+            let Some(plan) = plan else { continue };
+            let t_all = p.tokens.len();
+            // A full pass neither reads nor writes the cache.
+            let cache = match p.spec.pass {
+                Pass::Full => None,
+                Pass::Fill | Pass::Window(_) => p.cache.as_deref_mut(),
+            };
+            let cache = match cache {
+                Some(c) => {
+                    c.prepare(be, cfg.n_layer, t_all, cfg.kv_dim())?;
+                    Some(c)
+                }
+                None => None,
+            };
+            tokens.extend_from_slice(&p.tokens[plan.window.clone()]);
+            segs.push(Segment {
+                g: Geometry {
+                    t_all,
+                    window: plan.window.clone(),
+                    rows: plan.local.as_deref(),
+                    block: plan.block,
+                },
+                row0,
+            });
+            row0 += plan.window.len();
+            // Block-causal: the positions up to the window's end are exact after the pass;
+            // any cached beyond it belong to a longer canvas of earlier passes and are not
+            // kept.
+            kept.push(match (p.spec.pass, plan.block) {
+                (Pass::Window(w), Some(_)) => (w.end, plan.block),
+                _ => (t_all, plan.block),
+            });
+            caches.push(cache);
+            outs.push(&mut *p.out);
+        }
+        if segs.is_empty() {
+            return Ok(results);
         }
         let timer = Timer::new(be, self.profiling)?;
         let mut graph = Graph {
@@ -382,30 +486,42 @@ impl<B: Backend> Model<B> {
             s: &mut self.scratch,
             timer,
         };
-        graph.embed(
-            &self.embd_table,
-            self.file.info_data(&self.embd),
-            &tokens[window.clone()],
-        )?;
-        let geometry = Geometry {
-            t_all,
-            window: window.clone(),
-            rows: local.as_deref(),
-            block,
-        };
-        graph.run(&geometry, cache.as_deref_mut(), out)?;
+        graph.embed(&self.embd_table, self.file.info_data(&self.embd), &tokens)?;
+        graph.run(&segs, &mut caches, &mut outs)?;
         graph.timer.finish(&mut self.times);
-        if let Some(c) = cache {
-            // Block-causal: the positions up to the window's end are exact now; any cached
-            // beyond it belong to a longer canvas of earlier passes and are not kept.
-            c.len = match (spec.pass, block) {
-                (Pass::Window(w), Some(_)) => w.end,
-                _ => t_all,
-            };
-            c.block = block;
+        for (cache, (len, block)) in caches.into_iter().zip(kept) {
+            if let Some(c) = cache {
+                c.len = len;
+                c.block = block;
+            }
         }
-        Ok(())
+        Ok(results)
     }
+}
+
+/// One canvas's pass in [`Model::forward_batch`].
+#[derive(Debug)]
+pub struct BatchPass<'a, Buf> {
+    /// The canvas's cache: read and written by [`Pass::Fill`] and [`Pass::Window`] (which
+    /// need one), untouched by [`Pass::Full`].
+    pub cache: Option<&'a mut KvCache<Buf>>,
+    /// The pass and its attention mask.
+    pub spec: PassSpec<'a>,
+    /// The whole canvas.
+    pub tokens: &'a [u32],
+    /// The rows whose logits are wanted (ascending, distinct; inside the window for a
+    /// window pass); `None` is every row of the canvas.
+    pub rows: Option<&'a [usize]>,
+    /// `rows x vocab` logits.
+    pub out: &'a mut [f32],
+}
+
+/// A checked pass of a batch.
+struct Planned {
+    block: Option<usize>,
+    n_rows: usize,
+    window: Range<usize>,
+    local: Option<Vec<usize>>,
 }
 
 #[cfg(test)]

@@ -25,6 +25,10 @@ pub(crate) struct Scratch<B: Backend> {
     act: B::Buf,
     rows: B::Buf,
     moe: moe::MoeScratch<B>,
+    /// A batch's logits before they are split between its passes.
+    host: Vec<f32>,
+    /// A batch's selected rows, as indices into its concatenated windows.
+    sel: Vec<usize>,
 }
 
 impl<B: Backend> Default for Scratch<B> {
@@ -42,6 +46,8 @@ impl<B: Backend> Default for Scratch<B> {
             act: B::Buf::default(),
             rows: B::Buf::default(),
             moe: moe::MoeScratch::default(),
+            host: Vec::new(),
+            sel: Vec::new(),
         }
     }
 }
@@ -58,6 +64,20 @@ pub(crate) struct Geometry<'a> {
     pub(crate) block: Option<usize>,
 }
 
+/// One canvas's pass in a batched forward: its geometry and where its window's rows start
+/// among the batch's concatenated rows.
+pub(crate) struct Segment<'a> {
+    pub(crate) g: Geometry<'a>,
+    pub(crate) row0: usize,
+}
+
+impl Segment<'_> {
+    /// Rows the segment keeps after the last layer's selection.
+    fn out_rows(&self) -> usize {
+        self.g.rows.map_or(self.g.window.len(), <[usize]>::len)
+    }
+}
+
 /// The parts of the model a pass reads, and the buffers it writes.
 pub(crate) struct Graph<'a, B: Backend> {
     pub(crate) cfg: &'a Config,
@@ -68,39 +88,37 @@ pub(crate) struct Graph<'a, B: Backend> {
 }
 
 impl<B: Backend> Graph<'_, B> {
-    /// Runs the layers and the head over `x`'s rows (already embedded by
-    /// [`Graph::embed`]), keys and values into `cache` when there is one, logits into `out`.
+    /// Runs the layers and the head over `x`'s rows (already embedded by [`Graph::embed`]:
+    /// the segments' windows one after another), each segment's keys and values into its
+    /// cache when it has one, its logits into its `outs` entry.
     pub(crate) fn run(
         &mut self,
-        g: &Geometry<'_>,
-        mut cache: Option<&mut KvCache<B::Buf>>,
-        out: &mut [f32],
+        segs: &[Segment<'_>],
+        caches: &mut [Option<&mut KvCache<B::Buf>>],
+        outs: &mut [&mut [f32]],
     ) -> Result<()> {
         let cfg = self.cfg;
-        let t = g.window.len();
+        let t: usize = segs.iter().map(|s| s.g.window.len()).sum();
         let (d, kvd, qd) = (cfg.n_embd, cfg.kv_dim(), cfg.q_dim());
         for (b, n) in [
             (&mut self.s.x, t * d),
             (&mut self.s.xn, t * d),
             (&mut self.s.q, t * qd),
+            (&mut self.s.k, t * kvd),
+            (&mut self.s.v, t * kvd),
             (&mut self.s.attn, t * qd),
             (&mut self.s.proj, t * qd.max(d)),
             (&mut self.s.rows, t * d),
         ] {
             self.be.ensure(b, n)?;
         }
-        if cache.is_none() {
-            self.be.ensure(&mut self.s.k, t * kvd)?;
-            self.be.ensure(&mut self.s.v, t * kvd)?;
-        }
         let mut cur_t = t;
         for (il, layer) in self.weights.layers.iter().enumerate() {
             let last = il + 1 == cfg.n_layer;
-            let sel = if last { g.rows } else { None };
-            cur_t = self.attention(layer, il, g, cache.as_deref_mut(), sel)?;
+            cur_t = self.attention(layer, il, segs, caches, last)?;
             self.ffn(layer, cur_t)?;
         }
-        self.head(cur_t, out)
+        self.head(segs, cur_t, outs)
     }
 
     /// The embedding rows of `tokens` into `x` (ggml get_rows: dequantized to f32,
@@ -113,21 +131,20 @@ impl<B: Backend> Graph<'_, B> {
         self.timer.mark(self.be, Part::Other)
     }
 
-    /// One layer's attention block and residual add over the window's `t` rows; from the
-    /// last layer on only the rows `sel`. Returns the rows kept.
+    /// One layer's attention block and residual add over the segments' rows; in the last
+    /// layer only the rows each segment asks for are kept. Returns the rows kept.
     fn attention(
         &mut self,
         layer: &Layer<B>,
         il: usize,
-        g: &Geometry<'_>,
-        cache: Option<&mut KvCache<B::Buf>>,
-        sel: Option<&[usize]>,
+        segs: &[Segment<'_>],
+        caches: &mut [Option<&mut KvCache<B::Buf>>],
+        last: bool,
     ) -> Result<usize> {
         let cfg = self.cfg;
         let (be, s) = (&mut *self.be, &mut *self.s);
         let tm = &mut self.timer;
-        let t = g.window.len();
-        let pos0 = g.window.start;
+        let t: usize = segs.iter().map(|s| s.g.window.len()).sum();
         let (d, kvd, qd) = (cfg.n_embd, cfg.kv_dim(), cfg.q_dim());
         be.rms_norm(
             B::view(&s.x, 0..t * d),
@@ -136,17 +153,6 @@ impl<B: Backend> Graph<'_, B> {
             B::view_mut(&mut s.xn, 0..t * d),
         )?;
         tm.mark(be, Part::Other)?;
-        // A cached pass writes the window's keys and values straight into the cache.
-        let cached = cache.is_some();
-        let kv = if cached {
-            pos0 * kvd..(pos0 + t) * kvd
-        } else {
-            0..t * kvd
-        };
-        let (kbuf, vbuf) = match cache {
-            Some(c) => (&mut c.k[il], &mut c.v[il]),
-            None => (&mut s.k, &mut s.v),
-        };
         let xn = B::view(&s.xn, 0..t * d);
         match &layer.qkv {
             Qkv::Split {
@@ -155,8 +161,8 @@ impl<B: Backend> Graph<'_, B> {
                 v: wv,
             } => {
                 linear(be, tm, wq, xn, t, B::view_mut(&mut s.q, 0..t * qd))?;
-                linear(be, tm, wk, xn, t, B::view_mut(kbuf, kv.clone()))?;
-                linear(be, tm, wv, xn, t, B::view_mut(vbuf, kv.clone()))?;
+                linear(be, tm, wk, xn, t, B::view_mut(&mut s.k, 0..t * kvd))?;
+                linear(be, tm, wv, xn, t, B::view_mut(&mut s.v, 0..t * kvd))?;
             }
             Qkv::Fused(lin) => {
                 // One `[t x (q + 2 kv)]` product, then each row split into Q, K and V
@@ -166,9 +172,9 @@ impl<B: Backend> Graph<'_, B> {
                 linear(be, tm, lin, xn, t, fused)?;
                 let fused = B::view(&s.gate, 0..t * lin.n);
                 be.copy_rows(fused, lin.n, 0, None, B::view_mut(&mut s.q, 0..t * qd), qd)?;
-                let k = B::view_mut(kbuf, kv.clone());
+                let k = B::view_mut(&mut s.k, 0..t * kvd);
                 be.copy_rows(fused, lin.n, qd, None, k, kvd)?;
-                let v = B::view_mut(vbuf, kv.clone());
+                let v = B::view_mut(&mut s.v, 0..t * kvd);
                 be.copy_rows(fused, lin.n, qd + kvd, None, v, kvd)?;
                 tm.mark(be, Part::Other)?;
             }
@@ -179,9 +185,9 @@ impl<B: Backend> Graph<'_, B> {
             let tmp = B::view(&s.proj, 0..t * qd);
             be.rms_norm(tmp, qn, cfg.rms_eps, B::view_mut(&mut s.q, 0..t * qd))?;
             let tmp = B::view_mut(&mut s.proj, 0..t * kvd);
-            be.copy_rows(B::view(kbuf, kv.clone()), kvd, 0, None, tmp, kvd)?;
+            be.copy_rows(B::view(&s.k, 0..t * kvd), kvd, 0, None, tmp, kvd)?;
             let tmp = B::view(&s.proj, 0..t * kvd);
-            be.rms_norm(tmp, kn, cfg.rms_eps, B::view_mut(kbuf, kv.clone()))?;
+            be.rms_norm(tmp, kn, cfg.rms_eps, B::view_mut(&mut s.k, 0..t * kvd))?;
         }
         let rope = RopeParams {
             style: cfg.arch.rope_style(),
@@ -189,48 +195,70 @@ impl<B: Backend> Graph<'_, B> {
             freq_base: cfg.rope_freq_base,
             freq_scale: cfg.rope_freq_scale,
         };
-        be.rope(
-            B::view_mut(&mut s.q, 0..t * qd),
-            t,
-            pos0,
-            cfg.head_dim,
-            rope,
-        )?;
-        be.rope(B::view_mut(kbuf, kv.clone()), t, pos0, cfg.head_dim, rope)?;
-        tm.mark(be, Part::Other)?;
-
-        let out_t = sel.map_or(t, <[usize]>::len);
-        let (keys, values) = if cached {
-            (
-                B::view(kbuf, 0..g.t_all * kvd),
-                B::view(vbuf, 0..g.t_all * kvd),
-            )
-        } else {
-            (B::view(kbuf, 0..t * kvd), B::view(vbuf, 0..t * kvd))
-        };
-        let shape = AttnShape {
-            queries: t,
-            keys: g.t_all,
-            n_head: cfg.n_head,
-            n_head_kv: cfg.n_head_kv,
-            head_dim: cfg.head_dim,
-            scale: 1.0 / (cfg.head_dim as f32).sqrt(),
-            pos0,
-            block: g.block,
-        };
-        be.attention(
-            B::view(&s.q, 0..t * qd),
-            keys,
-            values,
-            shape,
-            sel,
-            B::view_mut(&mut s.attn, 0..out_t * qd),
-        )?;
-        tm.mark(be, Part::Attention)?;
-        if let Some(sel) = sel {
+        let mut out_row0 = 0;
+        for (seg, cache) in segs.iter().zip(caches.iter_mut()) {
+            let g = &seg.g;
+            let (ts, pos0, r0) = (g.window.len(), g.window.start, seg.row0);
+            let (qs, ks) = (r0 * qd..(r0 + ts) * qd, r0 * kvd..(r0 + ts) * kvd);
+            be.rope(
+                B::view_mut(&mut s.q, qs.clone()),
+                ts,
+                pos0,
+                cfg.head_dim,
+                rope,
+            )?;
+            be.rope(
+                B::view_mut(&mut s.k, ks.clone()),
+                ts,
+                pos0,
+                cfg.head_dim,
+                rope,
+            )?;
+            // A cached pass keeps the window's keys and values in its canvas's cache and
+            // attends over all of them.
+            let (keys, values) = match cache.as_deref_mut() {
+                Some(c) => {
+                    let at = pos0 * kvd..(pos0 + ts) * kvd;
+                    let (kc, vc) = (&mut c.k[il], &mut c.v[il]);
+                    let kw = B::view_mut(kc, at.clone());
+                    be.copy_rows(B::view(&s.k, ks.clone()), kvd, 0, None, kw, kvd)?;
+                    let vw = B::view_mut(vc, at);
+                    be.copy_rows(B::view(&s.v, ks.clone()), kvd, 0, None, vw, kvd)?;
+                    (B::view(kc, 0..g.t_all * kvd), B::view(vc, 0..g.t_all * kvd))
+                }
+                None => (B::view(&s.k, ks.clone()), B::view(&s.v, ks)),
+            };
+            tm.mark(be, Part::Other)?;
+            let sel = if last { g.rows } else { None };
+            let out_t = sel.map_or(ts, <[usize]>::len);
+            let shape = AttnShape {
+                queries: ts,
+                keys: g.t_all,
+                n_head: cfg.n_head,
+                n_head_kv: cfg.n_head_kv,
+                head_dim: cfg.head_dim,
+                scale: 1.0 / (cfg.head_dim as f32).sqrt(),
+                pos0,
+                block: g.block,
+            };
+            let out = B::view_mut(&mut s.attn, out_row0 * qd..(out_row0 + out_t) * qd);
+            be.attention(B::view(&s.q, qs), keys, values, shape, sel, out)?;
+            tm.mark(be, Part::Attention)?;
+            out_row0 += out_t;
+        }
+        let out_t = out_row0;
+        if out_t != t {
             // llama.cpp's `inp_out_ids`: keep only the requested rows from here on.
+            s.sel.clear();
+            for seg in segs {
+                let r0 = seg.row0;
+                match seg.g.rows {
+                    Some(rows) => s.sel.extend(rows.iter().map(|&r| r0 + r)),
+                    None => s.sel.extend(r0..r0 + seg.g.window.len()),
+                }
+            }
             let gathered = B::view_mut(&mut s.rows, 0..out_t * d);
-            be.copy_rows(B::view(&s.x, 0..t * d), d, 0, Some(sel), gathered, d)?;
+            be.copy_rows(B::view(&s.x, 0..t * d), d, 0, Some(&s.sel), gathered, d)?;
             let gathered = B::view(&s.rows, 0..out_t * d);
             be.copy_rows(gathered, d, 0, None, B::view_mut(&mut s.x, 0..out_t * d), d)?;
             tm.mark(be, Part::Other)?;
@@ -298,8 +326,9 @@ impl<B: Backend> Graph<'_, B> {
         tm.mark(be, Part::Other)
     }
 
-    /// The final norm and the LM head over the `t` rows left, logits into `out`.
-    fn head(&mut self, t: usize, out: &mut [f32]) -> Result<()> {
+    /// The final norm and the LM head over the `t` rows left, each segment's logits into
+    /// its `outs` entry.
+    fn head(&mut self, segs: &[Segment<'_>], t: usize, outs: &mut [&mut [f32]]) -> Result<()> {
         let cfg = self.cfg;
         let (be, s) = (&mut *self.be, &mut *self.s);
         let tm = &mut self.timer;
@@ -313,17 +342,31 @@ impl<B: Backend> Graph<'_, B> {
         tm.mark(be, Part::Other)?;
         let lm_w = &self.weights.output;
         tm.matmul(t, &lm_w.cost);
-        be.matmul_to_host(B::view(&s.xn, 0..n), t, &lm_w.w, out)?;
+        // One pass writes its logits in place; a batch's go through one buffer.
+        let single = outs.len() == 1;
+        if !single {
+            s.host.resize(t * lm_w.n, 0.0);
+        }
+        let logits: &mut [f32] = if single { &mut *outs[0] } else { &mut s.host };
+        be.matmul_to_host(B::view(&s.xn, 0..n), t, &lm_w.w, logits)?;
         tm.mark(be, Part::LmHead)?;
         if let Some(b) = &lm_w.b {
             // No supported architecture's LM head has a bias; added on the host if one does.
             let b = be.vector_to_host(b)?;
-            for row in out.chunks_exact_mut(lm_w.n) {
+            for row in logits.chunks_exact_mut(lm_w.n) {
                 for (o, &v) in row.iter_mut().zip(&b) {
                     *o += v;
                 }
             }
             tm.mark(be, Part::Other)?;
+        }
+        if !single {
+            let mut at = 0;
+            for (seg, out) in segs.iter().zip(outs.iter_mut()) {
+                let len = seg.out_rows() * lm_w.n;
+                out.copy_from_slice(&s.host[at..at + len]);
+                at += len;
+            }
         }
         Ok(())
     }

@@ -38,6 +38,13 @@ pub enum Error {
     /// The generation was cancelled ([`CancelToken::cancel`](crate::CancelToken::cancel)).
     #[error("the generation was cancelled")]
     Cancelled,
+    /// Another generation's pass in the same batched forward made the forward itself fail
+    /// (the backend: out of memory, a device error); that generation reports the cause.
+    #[error("a batched forward pass failed: {detail}")]
+    BatchFailed {
+        /// The failure's message.
+        detail: String,
+    },
     /// The model names no mask token (`tokenizer.ggml.mask_token_id`), and its architecture
     /// has no default one inside the vocabulary.
     #[error(

@@ -33,6 +33,7 @@
 //! King James Bible), so the pipeline runs without a model file; [`Engine::demo_model`] picks
 //! one of the [`Demo`] models (the other knows three checkable tasks).
 
+pub mod batch;
 mod demo;
 mod engine;
 mod error;
@@ -44,6 +45,7 @@ mod run;
 pub mod settings;
 mod shared;
 
+pub use batch::{BatchLimits, Histogram};
 pub use demo::{
     DEMO_GGUF, DEMO_LAYERS, DEMO_PROMPT, DEMO_TASKS_GGUF, DEMO_TASKS_LLADA2_GGUF, Demo, UnknownDemo,
 };

@@ -1,17 +1,18 @@
-//! [`SharedEngine`]: one loaded model serving several generations at once, interleaved step by
-//! step. Each generation runs its sampler on its own thread with its own key/value cache;
-//! every forward pass takes the model in turn (first come, first served), so concurrent
-//! canvases advance together instead of one after another, and a generation computes exactly
-//! what it would alone (same kernels, same rows, same cache contents).
+//! [`SharedEngine`]: one loaded model serving several generations at once. Each generation
+//! runs its sampler on its own thread with its own key/value cache; the forward passes that
+//! are waiting when the model frees up run as one batch ([`crate::batch`]), so concurrent
+//! canvases advance together and share each read of the weights, and a generation computes
+//! exactly what it would alone (bit for bit: [`lacuna_models::Model::forward_batch`]).
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
-use lacuna_models::{AnyModel, Arch, Backend, CpuBackend, CudaBackend, KvCache, Model, PassSpec};
+use lacuna_models::{AnyModel, Arch, Backend, CpuBackend, CudaBackend, KvCache, Model};
 use lacuna_sampler::{Denoiser, Pass, StepView};
 use lacuna_tokenizer::Tokenizer;
 
+use crate::batch::{self, BatchLimits, BatchRun, Collector, Histogram, Job, JobError};
 use crate::prepare::{Prepared, Preparer};
 use crate::request::{GenerateRequest, Output};
 use crate::{Engine, Error, Result, run};
@@ -38,41 +39,6 @@ impl CancelToken {
     }
 }
 
-/// A ticket lock: forward passes get the model in the order they asked for it, so no
-/// generation starves (a plain mutex lets the thread that just released it win again).
-#[derive(Debug, Default)]
-struct Turns {
-    state: Mutex<(u64, u64)>, // (next ticket, ticket served)
-    turn: Condvar,
-}
-
-impl Turns {
-    fn wait(&self) -> Turn<'_> {
-        let mut s = lock(&self.state);
-        let ticket = s.0;
-        s.0 += 1;
-        while s.1 != ticket {
-            s = self
-                .turn
-                .wait(s)
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-        }
-        Turn { turns: self }
-    }
-}
-
-/// Holding the model; the next ticket is served on drop.
-struct Turn<'a> {
-    turns: &'a Turns,
-}
-
-impl Drop for Turn<'_> {
-    fn drop(&mut self) {
-        lock(&self.turns.state).1 += 1;
-        self.turns.turn.notify_all();
-    }
-}
-
 /// A poisoned lock only means a panic elsewhere; the data (counters, the engine) is still
 /// consistent between passes, so keep going.
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -84,8 +50,14 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 pub struct SharedStats {
     /// Generations running now (their sampler started, not yet returned).
     pub active: usize,
-    /// Forward passes run.
+    /// Forward passes run (each batch is one forward).
     pub forwards: u64,
+    /// Canvases' passes run, over all batches (at least `forwards`).
+    pub passes: u64,
+    /// Passes per batch (bucket bounds [`crate::batch::PASS_BUCKETS`]).
+    pub batch_passes: Histogram,
+    /// Positions run through the layers per batch ([`crate::batch::TOKEN_BUCKETS`]).
+    pub batch_tokens: Histogram,
     /// Denoising steps completed (over all generations).
     pub steps: u64,
     /// Generated positions committed (over all generations).
@@ -93,7 +65,8 @@ pub struct SharedStats {
 }
 
 /// A loaded [`Engine`] shared between threads: [`SharedEngine::generate`] takes `&self`, so
-/// many threads can generate at once; their forward passes alternate step by step.
+/// many threads can generate at once; their forward passes run in batches
+/// ([`BatchLimits`]).
 ///
 /// ```no_run
 /// use std::sync::Arc;
@@ -117,7 +90,6 @@ pub struct SharedStats {
 pub struct SharedEngine {
     model: SharedModel,
     pool: rayon::ThreadPool,
-    turns: Turns,
     prep: Arc<Preparer>,
     stats: Mutex<SharedStats>,
     name: String,
@@ -135,8 +107,19 @@ impl std::fmt::Debug for SharedEngine {
 }
 
 impl SharedEngine {
-    /// Shares `engine`.
+    /// Shares `engine`, batching with [`BatchLimits::for_width`] of its model.
     pub fn new(engine: Engine) -> Self {
+        let limits = BatchLimits::for_width(engine.model().config().n_embd);
+        Self::with_limits(engine, limits)
+    }
+
+    /// Shares `engine`, batching passes within `limits` ([`BatchLimits::off`]: one pass at
+    /// a time, in arrival order). Limits of 0 are taken as 1.
+    pub fn with_limits(engine: Engine, limits: BatchLimits) -> Self {
+        let limits = BatchLimits {
+            max_passes: limits.max_passes.max(1),
+            max_tokens: limits.max_tokens.max(1),
+        };
         let name = engine.name().to_string();
         let threads = engine.threads();
         let load_s = engine.load_s();
@@ -144,8 +127,8 @@ impl SharedEngine {
             model, prep, pool, ..
         } = engine;
         let model = match model {
-            AnyModel::Cpu(m) => SharedModel::Cpu(Mutex::new(m)),
-            AnyModel::Cuda(m) => SharedModel::Cuda(Mutex::new(m)),
+            AnyModel::Cpu(m) => SharedModel::Cpu(Collector::new(m, limits)),
+            AnyModel::Cuda(m) => SharedModel::Cuda(Collector::new(m, limits)),
         };
         Self {
             model,
@@ -154,7 +137,6 @@ impl SharedEngine {
             name,
             threads,
             load_s,
-            turns: Turns::default(),
             stats: Mutex::new(SharedStats::default()),
         }
     }
@@ -204,6 +186,14 @@ impl SharedEngine {
         self.load_s
     }
 
+    /// How passes are batched.
+    pub fn batch_limits(&self) -> BatchLimits {
+        match &self.model {
+            SharedModel::Cpu(c) => c.limits(),
+            SharedModel::Cuda(c) => c.limits(),
+        }
+    }
+
     /// Counters so far.
     pub fn stats(&self) -> SharedStats {
         *lock(&self.stats)
@@ -215,8 +205,8 @@ impl SharedEngine {
         self.prep.prepare(request)
     }
 
-    /// Generates `prepared` on the calling thread, taking the model in turn for each forward
-    /// pass. `cancel` stops it before its next pass ([`Error::Cancelled`]); `on_step` runs on
+    /// Generates `prepared` on the calling thread, each forward pass batched with the other
+    /// generations' passes waiting at the time. `cancel` stops it before its next pass ([`Error::Cancelled`]); `on_step` runs on
     /// this thread after every step, without the model held.
     pub fn generate<F>(
         &self,
@@ -240,7 +230,7 @@ impl SharedEngine {
     /// One generation on the typed model: its own cache, of the model's backend.
     fn generate_on<B: Backend, F: FnMut(&StepView<'_>)>(
         &self,
-        model: &Mutex<Model<B>>,
+        model: &Collector<B>,
         prepared: &Prepared,
         cancel: &CancelToken,
         start: Instant,
@@ -249,13 +239,13 @@ impl SharedEngine {
     where
         Model<B>: Send,
     {
-        // Checked by the model at every pass; taking the model's lock here would jump the
-        // queue of the turns.
+        // Checked by the model at every pass.
         let attention_block = prepared.attention_block();
         let mut denoiser = InTurn {
             shared: self,
             model,
             cache: KvCache::default(),
+            out: Vec::new(),
             attention_block,
             cancel,
             vocab: self.prep.tokenizer.n_vocab(),
@@ -282,8 +272,8 @@ impl SharedEngine {
 /// sizes do not matter.)
 #[allow(clippy::large_enum_variant)]
 enum SharedModel {
-    Cpu(Mutex<Model<CpuBackend>>),
-    Cuda(Mutex<Model<CudaBackend>>),
+    Cpu(Collector<CpuBackend>),
+    Cuda(Collector<CudaBackend>),
 }
 
 /// Why a forward pass of a [`SharedEngine`] generation did not run.
@@ -291,16 +281,20 @@ enum SharedModel {
 pub(crate) enum TurnError {
     #[error(transparent)]
     Model(#[from] lacuna_models::Error),
+    #[error("a batched forward pass failed: {0}")]
+    Batch(String),
     #[error("cancelled")]
     Cancelled,
 }
 
-/// The denoiser of one shared generation: its own cache, passed to the model for each pass
-/// it runs in its turn.
+/// The denoiser of one shared generation: its own cache, which travels with each pass it
+/// queues.
 struct InTurn<'a, B: Backend> {
     shared: &'a SharedEngine,
-    model: &'a Mutex<Model<B>>,
+    model: &'a Collector<B>,
     cache: KvCache<B::Buf>,
+    /// The logits buffer that travels with each pass (reused).
+    out: Vec<f32>,
     /// This generation's attention block (LLaDA2; `None`: the architecture's own mask).
     attention_block: Option<usize>,
     cancel: &'a CancelToken,
@@ -336,24 +330,42 @@ where
         if self.cancel.is_cancelled() {
             return Err(TurnError::Cancelled);
         }
-        let _turn = self.shared.turns.wait();
-        // Cancelled while waiting: give the turn back at once.
-        if self.cancel.is_cancelled() {
-            return Err(TurnError::Cancelled);
-        }
-        let mut guard = lock(self.model);
-        let model = &mut *guard;
-        let spec = PassSpec {
-            pass,
+        let mut buf = std::mem::take(&mut self.out);
+        buf.resize(out.len(), 0.0);
+        let job = Job {
+            cache: std::mem::take(&mut self.cache),
+            pass: pass.clone(),
             attention_block: self.attention_block,
+            tokens: canvas.to_vec(),
+            rows: rows.to_vec(),
+            out: buf,
+            cancel: self.cancel.clone(),
+            result: None,
         };
-        let cache = &mut self.cache;
-        let result = self
-            .shared
-            .pool
-            .install(|| model.forward_pass(cache, spec, canvas, rows, out));
-        lock(&self.shared.stats).forwards += 1;
-        Ok(result?)
+        let shared = self.shared;
+        let job = self.model.submit(
+            job,
+            |model, jobs| shared.pool.install(|| batch::run_batch(model, jobs)),
+            |r: BatchRun| {
+                let mut s = lock(&shared.stats);
+                s.forwards += 1;
+                s.passes += r.passes as u64;
+                s.batch_passes.record(&batch::PASS_BUCKETS, r.passes as u64);
+                s.batch_tokens
+                    .record(&batch::TOKEN_BUCKETS, r.tokens as u64);
+            },
+        );
+        self.cache = job.cache;
+        self.out = job.out;
+        match job.result {
+            Some(Ok(())) => {
+                out.copy_from_slice(&self.out);
+                Ok(())
+            }
+            Some(Err(JobError::Model(e))) => Err(TurnError::Model(e)),
+            Some(Err(JobError::Batch(detail))) => Err(TurnError::Batch(detail)),
+            Some(Err(JobError::Cancelled)) | None => Err(TurnError::Cancelled),
+        }
     }
 }
 
@@ -361,6 +373,7 @@ impl From<lacuna_sampler::Error<TurnError>> for Error {
     fn from(e: lacuna_sampler::Error<TurnError>) -> Self {
         match e.into_denoiser() {
             Ok(TurnError::Model(m)) => Error::Model(m),
+            Ok(TurnError::Batch(detail)) => Error::BatchFailed { detail },
             Ok(TurnError::Cancelled) => Error::Cancelled,
             Err(s) => s.into(),
         }

@@ -71,12 +71,72 @@ fn concurrent_generations_equal_their_runs_alone() {
     let stats = shared.stats();
     assert_eq!(stats.active, 0);
     assert_eq!(
-        stats.forwards,
+        stats.passes,
         alone
             .iter()
             .map(|o| o.stats.denoiser_calls as u64)
             .sum::<u64>()
     );
+    // Four canvases of 64 steps each at once: passes waiting together ran as one forward.
+    assert!(stats.forwards < stats.passes, "{stats:?}");
+    assert_eq!(stats.batch_passes.count, stats.forwards);
+    assert_eq!(stats.batch_passes.sum, stats.passes);
+    assert!(
+        stats.batch_passes.counts[1..].iter().sum::<u64>() > 0,
+        "{stats:?}"
+    );
+}
+
+/// One long generation among many short ones, with batches of at most two passes: every
+/// generation finishes (arrival order: none starves) and equals its run alone; batching
+/// off (one pass at a time) gives the same.
+#[test]
+fn no_canvas_starves_and_batching_off_is_the_same() {
+    let mut reqs = Vec::new();
+    let mut long = GenerateRequest::new(Prompt::Text("In the beginning".into()));
+    long.gen_length = 128;
+    long.steps = 128;
+    long.block_length = Some(32);
+    long.cache = CachePolicy::Dual;
+    reqs.push(long);
+    for i in 0..6 {
+        let mut r = GenerateRequest::new(Prompt::Text("And God said,".into()));
+        r.gen_length = 8;
+        r.steps = 4;
+        r.temperature = 0.5;
+        r.seed = i;
+        reqs.push(r);
+    }
+    let mut engine = demo();
+    let alone: Vec<_> = reqs
+        .iter()
+        .map(|r| engine.generate(r, |_| {}).unwrap())
+        .collect();
+    for limits in [
+        lacuna::BatchLimits {
+            max_passes: 2,
+            max_tokens: 1024,
+        },
+        lacuna::BatchLimits::off(),
+    ] {
+        let shared = Arc::new(SharedEngine::with_limits(demo(), limits));
+        for (i, (got, want)) in at_once(&shared, reqs.clone())
+            .into_iter()
+            .zip(&alone)
+            .enumerate()
+        {
+            assert_eq!(got.canvas, want.canvas, "{limits:?} request {i}");
+        }
+        let stats = shared.stats();
+        assert_eq!(
+            stats.batch_passes.counts[2..].iter().sum::<u64>(),
+            0,
+            "{stats:?}"
+        );
+        if limits.max_passes == 1 {
+            assert_eq!(stats.forwards, stats.passes);
+        }
+    }
 }
 
 #[test]

@@ -24,9 +24,16 @@ pub(crate) struct ServeArgs {
     /// Require `Authorization: Bearer KEY` on every /v1/ request (default: $LACUNA_API_KEY).
     #[arg(long, env = "LACUNA_API_KEY", hide_env_values = true)]
     api_key: Option<String>,
-    /// Generations running at once, interleaved step by step on the model.
+    /// Generations running at once; their forward passes run in batches.
     #[arg(long, default_value_t = 4)]
     max_concurrent: usize,
+    /// Canvases' passes per batched forward (1: one pass at a time, in arrival order).
+    #[arg(long, default_value_t = lacuna::batch::DEFAULT_MAX_PASSES)]
+    max_batch: usize,
+    /// Positions run through the layers per batched forward (default: as many as the
+    /// batch's quantized activations fit in this CPU's L2 cache, 64 to 1024).
+    #[arg(long)]
+    max_batch_tokens: Option<usize>,
     /// Requests that may wait for a free slot; beyond that, 429.
     #[arg(long, default_value_t = 16)]
     queue: usize,
@@ -70,7 +77,15 @@ pub(crate) fn run(a: ServeArgs) -> Result<()> {
     if a.max_concurrent == 0 {
         bail!("--max-concurrent must be at least 1");
     }
+    if a.max_batch == 0 || a.max_batch_tokens == Some(0) {
+        bail!("--max-batch and --max-batch-tokens must be at least 1");
+    }
     let engine = a.model.load().context("loading the model")?;
+    let mut limits = lacuna::BatchLimits::for_width(engine.model().config().n_embd);
+    limits.max_passes = a.max_batch;
+    if let Some(t) = a.max_batch_tokens {
+        limits.max_tokens = t;
+    }
     let mut config = ServerConfig::new(model_id(&a));
     config.api_key = a.api_key.clone().filter(|k| !k.is_empty());
     config.max_concurrent = a.max_concurrent;
@@ -98,17 +113,20 @@ pub(crate) fn run(a: ServeArgs) -> Result<()> {
             );
         }
         eprintln!(
-            "lacuna serve: {} ({}, {} threads, up to {} concurrent, queue {}) on http://{local}/  \
-             (OpenAI API at http://{local}/v1; Ctrl-C stops)",
+            "lacuna serve: {} ({}, {} threads, up to {} concurrent, queue {}, batches of up to {} \
+             passes / {} positions) on http://{local}/  (OpenAI API at http://{local}/v1; Ctrl-C \
+             stops)",
             config.model_id,
             engine.arch().name(),
             engine.threads(),
             config.max_concurrent,
             config.queue,
+            limits.max_passes,
+            limits.max_tokens,
         );
         serve(
             listener,
-            SharedEngine::new(engine),
+            SharedEngine::with_limits(engine, limits),
             config,
             shutdown_signal(),
         )

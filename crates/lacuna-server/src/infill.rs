@@ -109,6 +109,7 @@ pub(crate) fn parse(obj: &Map<String, Value>) -> Result<ApiRequest, ApiError> {
         include_usage: false,
         include_canvas: false,
         suffix: Some(suffix),
+        n: 1,
         lenient_sampling: true,
     })
 }

@@ -63,8 +63,28 @@ pub(crate) fn render(s: &Scheduler) -> String {
     metric(
         "forwards_total",
         "counter",
-        "Forward passes run.",
+        "Forward passes run (a batch of canvases is one).",
         engine.forwards as f64,
+    );
+    metric(
+        "canvas_passes_total",
+        "counter",
+        "Canvases' passes run, over all batches.",
+        engine.passes as f64,
+    );
+    histogram(
+        &mut out,
+        "batch_passes",
+        "Canvases per batched forward.",
+        &lacuna::batch::PASS_BUCKETS,
+        &engine.batch_passes,
+    );
+    histogram(
+        &mut out,
+        "batch_tokens",
+        "Positions run through the layers per batched forward.",
+        &lacuna::batch::TOKEN_BUCKETS,
+        &engine.batch_tokens,
     );
     let _ = writeln!(
         out,
@@ -84,4 +104,18 @@ pub(crate) fn render(s: &Scheduler) -> String {
         );
     }
     out
+}
+
+/// A Prometheus histogram: cumulative `_bucket{le=..}` lines, `_sum`, `_count`.
+fn histogram(out: &mut String, name: &str, help: &str, bounds: &[u64], h: &lacuna::Histogram) {
+    let _ = writeln!(out, "# HELP lacuna_{name} {help}");
+    let _ = writeln!(out, "# TYPE lacuna_{name} histogram");
+    let mut cumulative = 0;
+    for (i, b) in bounds.iter().enumerate() {
+        cumulative += h.counts[i];
+        let _ = writeln!(out, "lacuna_{name}_bucket{{le=\"{b}\"}} {cumulative}");
+    }
+    let _ = writeln!(out, "lacuna_{name}_bucket{{le=\"+Inf\"}} {}", h.count);
+    let _ = writeln!(out, "lacuna_{name}_sum {}", h.sum);
+    let _ = writeln!(out, "lacuna_{name}_count {}", h.count);
 }

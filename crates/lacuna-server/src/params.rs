@@ -42,6 +42,9 @@ pub(crate) struct ApiRequest {
     pub(crate) include_canvas: bool,
     /// Completions' `suffix`: infilling, the text after the generated middle.
     pub(crate) suffix: Option<String>,
+    /// OpenAI's `n`: choices, each its own canvas with the seed `seed + i`
+    /// ([`lacuna::GenerateRequest::for_choice`]), all in one batch.
+    pub(crate) n: usize,
     /// `/infill`: `top_k`/`top_p` are dropped for samplers without them (editor plugins send
     /// them by default) instead of refused.
     pub(crate) lenient_sampling: bool,
@@ -205,8 +208,22 @@ pub(crate) fn parse(body: &[u8], endpoint: Endpoint) -> Result<ApiRequest, ApiEr
         include_usage,
         include_canvas,
         suffix,
+        n: choices(&f)?,
         lenient_sampling: false,
     })
+}
+
+/// `n`: 1 to [`lacuna::settings::MAX_CHOICES`].
+fn choices(f: &Fields<'_>) -> Result<usize, ApiError> {
+    let max = lacuna::settings::MAX_CHOICES;
+    match f.usize("n")? {
+        None => Ok(1),
+        Some(n) if (1..=max).contains(&n) => Ok(n),
+        Some(n) => Err(ApiError::invalid(
+            "n",
+            format!("`n` must be between 1 and {max}, got {n}"),
+        )),
+    }
 }
 
 /// A seed for a request that gives none (so repeated requests at temperature > 0 differ).
@@ -269,12 +286,6 @@ pub fn generate_request(body: &[u8], chat: bool, arch: Arch) -> Result<GenerateR
 
 /// Values of known fields that we cannot honour.
 fn unsupported_values(f: &Fields<'_>, endpoint: Endpoint) -> Result<(), ApiError> {
-    if let Some(n) = f.usize("n")? {
-        if n != 1 {
-            return Err(ApiError::invalid("n", "only `n` = 1 is supported")
-                .with_code("unsupported_parameter"));
-        }
-    }
     for name in ["presence_penalty", "frequency_penalty"] {
         if f.number(name)?.is_some_and(|v| v != 0.0) {
             return Err(ApiError::invalid(

@@ -60,28 +60,40 @@ impl Envelope {
         v
     }
 
-    /// The whole (non-streamed) response.
-    pub(crate) fn response(&self, f: &Finished) -> Value {
+    /// The whole (non-streamed) response: one choice per entry of `done` (in index order;
+    /// never empty). With several, each choice carries its own `diffusion` report and the
+    /// top-level one is the first choice's.
+    pub(crate) fn response(&self, done: &[Box<Finished>]) -> Value {
+        let f = &done[0];
         if self.endpoint == Endpoint::Infill {
             return self.infill_response(f, &f.text);
         }
-        let choice = match self.endpoint {
-            Endpoint::Chat => json!({
-                "index": 0,
-                "message": {"role": "assistant", "content": f.text, "refusal": null},
-                "logprobs": self.logprobs(f),
-                "finish_reason": f.finish_reason,
-            }),
-            Endpoint::Completion | Endpoint::Infill => json!({
-                "index": 0,
-                "text": f.text,
-                "logprobs": self.logprobs(f),
-                "finish_reason": f.finish_reason,
-            }),
-        };
+        let choices: Vec<Value> = done
+            .iter()
+            .map(|f| {
+                let mut choice = match self.endpoint {
+                    Endpoint::Chat => json!({
+                        "index": f.index,
+                        "message": {"role": "assistant", "content": f.text, "refusal": null},
+                        "logprobs": self.logprobs(f),
+                        "finish_reason": f.finish_reason,
+                    }),
+                    Endpoint::Completion | Endpoint::Infill => json!({
+                        "index": f.index,
+                        "text": f.text,
+                        "logprobs": self.logprobs(f),
+                        "finish_reason": f.finish_reason,
+                    }),
+                };
+                if done.len() > 1 {
+                    choice["diffusion"] = diffusion_report(f);
+                }
+                choice
+            })
+            .collect();
         self.with(
             false,
-            json!({"choices": [choice], "usage": usage(f), "diffusion": diffusion_report(f)}),
+            json!({"choices": choices, "usage": usage(done), "diffusion": diffusion_report(f)}),
         )
     }
 
@@ -97,6 +109,7 @@ impl Envelope {
     /// completions' `text_offset` of the first).
     pub(crate) fn chunk(
         &self,
+        index: usize,
         delta: Option<&str>,
         first: bool,
         finish_reason: Option<&str>,
@@ -115,10 +128,10 @@ impl Envelope {
                 if let Some(text) = delta {
                     d.insert("content".into(), json!(text));
                 }
-                json!({"index": 0, "delta": d, "logprobs": null, "finish_reason": finish_reason})
+                json!({"index": index, "delta": d, "logprobs": null, "finish_reason": finish_reason})
             }
             Endpoint::Completion | Endpoint::Infill => json!({
-                "index": 0,
+                "index": index,
                 "text": delta.unwrap_or(""),
                 "logprobs": null,
                 "finish_reason": finish_reason,
@@ -159,20 +172,24 @@ impl Envelope {
         (self.endpoint == Endpoint::Infill).then(|| self.infill_response(f, ""))
     }
 
-    /// The last chunk of `stream_options.include_usage`: no choices, the usage.
-    pub(crate) fn usage_chunk(&self, f: &Finished) -> Value {
+    /// The last chunk of `stream_options.include_usage`: no choices, the usage of all of
+    /// them (`done` in index order, never empty).
+    pub(crate) fn usage_chunk(&self, done: &[Box<Finished>]) -> Value {
         self.with(
             true,
-            json!({"choices": [], "usage": usage(f), "diffusion": diffusion_report(f)}),
+            json!({"choices": [], "usage": usage(done), "diffusion": diffusion_report(&done[0])}),
         )
     }
 }
 
-fn usage(f: &Finished) -> Value {
+/// OpenAI's usage of `n` choices: the prompt once, every choice's completion tokens.
+fn usage(done: &[Box<Finished>]) -> Value {
+    let prompt = done[0].prompt_tokens;
+    let completion: usize = done.iter().map(|f| f.completion_tokens).sum();
     json!({
-        "prompt_tokens": f.prompt_tokens,
-        "completion_tokens": f.completion_tokens,
-        "total_tokens": f.prompt_tokens + f.completion_tokens,
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
     })
 }
 

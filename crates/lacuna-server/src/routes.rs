@@ -244,13 +244,14 @@ async fn start(
         Endpoint::Infill => "input_prefix",
     };
     // Tokenizing a long prompt is CPU work: off the I/O threads.
-    let (request, prepared) = tokio::task::spawn_blocking(move || prepare(&engine, request))
-        .await
-        .map_err(|e| ApiError::internal(format!("preparing the request panicked: {e}")))?
-        .map_err(|e| match e {
-            Rejected::Settings(e) => e,
-            Rejected::Engine(e) => ApiError::from_prepare(&e, prompt_param),
-        })?;
+    let (request, prepared) =
+        tokio::task::spawn_blocking(move || prepare_choices(&engine, request))
+            .await
+            .map_err(|e| ApiError::internal(format!("preparing the request panicked: {e}")))?
+            .map_err(|e| match e {
+                Rejected::Settings(e) => e,
+                Rejected::Engine(e) => ApiError::from_prepare(&e, prompt_param),
+            })?;
     let cancel = CancelToken::new();
     let (tx, rx) = mpsc::channel(64);
     app.scheduler.submit(Job {
@@ -265,8 +266,24 @@ async fn start(
     if request.stream {
         Ok(stream(envelope, request, rx, guard).into_response())
     } else {
-        collect(envelope, rx, guard).await
+        collect(envelope, request.n, rx, guard).await
     }
+}
+
+/// [`prepare`], then every further choice of `n` (its seed `seed + i`).
+fn prepare_choices(
+    engine: &lacuna::SharedEngine,
+    request: ApiRequest,
+) -> Result<(ApiRequest, Vec<Prepared>), Rejected> {
+    let (request, first) = prepare(engine, request)?;
+    let mut all = vec![first];
+    if request.n > 1 {
+        let generate = request.generate_request(engine.arch())?;
+        for i in 1..request.n {
+            all.push(engine.prepare(&generate.for_choice(i))?);
+        }
+    }
+    Ok((request, all))
 }
 
 /// Checks the request; a default `max_tokens` shrinks to what the context leaves.
@@ -326,15 +343,24 @@ impl From<lacuna::Error> for Rejected {
     }
 }
 
+/// The whole response, once every one of the `n` choices is done.
 async fn collect(
     envelope: Envelope,
+    n: usize,
     mut rx: mpsc::Receiver<Event>,
     _guard: CancelOnDrop,
 ) -> Result<Response, ApiError> {
+    let mut done: Vec<Box<crate::scheduler::Finished>> = Vec::with_capacity(n);
     while let Some(event) = rx.recv().await {
         match event {
             Event::Step { .. } => {}
-            Event::Done(f) => return Ok(Json(envelope.response(&f)).into_response()),
+            Event::Done(f) => {
+                done.push(f);
+                if done.len() == n {
+                    done.sort_by_key(|f| f.index);
+                    return Ok(Json(envelope.response(&done)).into_response());
+                }
+            }
             Event::Failed(e) => return Err(e),
         }
     }
@@ -357,8 +383,12 @@ fn stream(
     let (tx, rx) = mpsc::channel(64);
     tokio::spawn(async move {
         let _guard = guard; // dropped (cancelling) when this task ends, e.g. client gone
-        let mut first = true;
-        let mut offsets = crate::logprobs::Offsets::default();
+        let n = request.n;
+        // Per choice: whether its first chunk went out, its log-probability offsets.
+        let mut first = vec![true; n];
+        let mut offsets: Vec<crate::logprobs::Offsets> =
+            (0..n).map(|_| Default::default()).collect();
+        let mut done = Vec::with_capacity(n);
         loop {
             let event = tokio::select! {
                 e = events.recv() => e,
@@ -367,50 +397,70 @@ fn stream(
             let Some(event) = event else { return };
             let chunks = match event {
                 Event::Step {
+                    index,
                     delta,
                     canvas,
                     logprobs,
                 } => {
-                    let text = (!delta.is_empty() || first).then_some(delta.as_str());
-                    let lp = logprobs.as_deref().map(|l| offsets.next(l));
-                    let c = envelope.chunk(text, first, None, canvas, lp);
-                    first = false;
+                    let text = (!delta.is_empty() || first[index]).then_some(delta.as_str());
+                    let lp = logprobs.as_deref().map(|l| offsets[index].next(l));
+                    let c = envelope.chunk(index, text, first[index], None, canvas, lp);
+                    first[index] = false;
                     vec![sse(&c)]
                 }
                 Event::Done(f) => {
+                    let i = f.index;
                     let mut out = Vec::new();
                     let rest = f
                         .logprobs
                         .as_deref()
                         .map(|l| l.get(f.logprobs_sent..).unwrap_or_default())
                         .filter(|l| !l.is_empty());
-                    if !f.delta.is_empty() || first || rest.is_some() {
-                        let lp = rest.map(|l| offsets.next(l));
-                        out.push(sse(&envelope.chunk(Some(&f.delta), first, None, None, lp)));
+                    if !f.delta.is_empty() || first[i] || rest.is_some() {
+                        let lp = rest.map(|l| offsets[i].next(l));
+                        out.push(sse(&envelope.chunk(
+                            i,
+                            Some(&f.delta),
+                            first[i],
+                            None,
+                            None,
+                            lp,
+                        )));
                     }
+                    first[i] = false;
                     out.push(sse(&envelope.chunk(
+                        i,
                         None,
                         false,
                         Some(f.finish_reason),
                         None,
                         None,
                     )));
-                    if request.include_usage {
-                        out.push(sse(&envelope.usage_chunk(&f)));
+                    done.push(f);
+                    if done.len() == n {
+                        done.sort_by_key(|f| f.index);
+                        if request.include_usage {
+                            out.push(sse(&envelope.usage_chunk(&done)));
+                        }
+                        if let Some(last) = envelope.infill_last(&done[0]) {
+                            // llama-server's stream ends with its `stop: true` object, no
+                            // [DONE].
+                            out.truncate(out.len().saturating_sub(1));
+                            out.push(sse(&last));
+                        } else {
+                            out.push(Ok(SseEvent::default().data("[DONE]")));
+                        }
                     }
-                    if let Some(last) = envelope.infill_last(&f) {
-                        // llama-server's stream ends with its `stop: true` object, no [DONE].
-                        out.truncate(out.len().saturating_sub(1));
-                        out.push(sse(&last));
-                    } else {
-                        out.push(Ok(SseEvent::default().data("[DONE]")));
-                    }
+                    let end = done.len() == n;
                     for c in out {
                         if tx.send(c).await.is_err() {
                             return;
                         }
                     }
-                    return;
+                    if end {
+                        return;
+                    }
+                    continue;
                 }
                 Event::Failed(e) => {
                     let _ = tx.send(sse(&e.body())).await;

@@ -17,8 +17,9 @@ use crate::text::SettledText;
 
 /// One generation to run.
 pub(crate) struct Job {
-    /// The checked request.
-    pub(crate) prepared: Prepared,
+    /// The checked request, one per choice (OpenAI's `n`); the choices run at once, on
+    /// threads of their own, so their passes batch together.
+    pub(crate) prepared: Vec<Prepared>,
     /// Stop sequences.
     pub(crate) stop: Vec<String>,
     /// Whether to send every step's canvas.
@@ -30,11 +31,14 @@ pub(crate) struct Job {
     pub(crate) events: mpsc::Sender<Event>,
 }
 
-/// What a worker reports about a job, in order: steps, then one `Done` or `Failed`.
+/// What a worker reports about a job: per choice, steps then one `Done`; or one `Failed`
+/// for the whole job.
 #[derive(Debug)]
 pub(crate) enum Event {
     /// A denoising step ran.
     Step {
+        /// The choice.
+        index: usize,
         /// Newly settled text (may be empty).
         delta: String,
         /// The whole canvas, when asked for.
@@ -51,6 +55,8 @@ pub(crate) enum Event {
 /// The end of a generation.
 #[derive(Debug)]
 pub(crate) struct Finished {
+    /// The choice.
+    pub(crate) index: usize,
     /// The rest of the text not yet sent in a `Step`.
     pub(crate) delta: String,
     /// The whole text.
@@ -251,16 +257,17 @@ fn worker(
         metrics.active.fetch_add(1, Ordering::AcqRel);
         metrics.queued.fetch_sub(1, Ordering::AcqRel);
         let cancel = job.cancel.clone();
-        let event = run_job(engine, metrics, &job);
-        match &event {
-            Event::Done(_) => metrics.completed.fetch_add(1, Ordering::Relaxed),
-            Event::Failed(e) if e.code == Some("cancelled") => {
+        let outcome = run_choices(engine, metrics, &job);
+        match &outcome {
+            Ok(()) => metrics.completed.fetch_add(1, Ordering::Relaxed),
+            Err(e) if e.code == Some("cancelled") => {
                 metrics.cancelled.fetch_add(1, Ordering::Relaxed)
             }
-            _ => metrics.failed.fetch_add(1, Ordering::Relaxed),
+            Err(_) => metrics.failed.fetch_add(1, Ordering::Relaxed),
         };
-        // The handler may be gone (client disconnected): nothing to tell then.
-        let _ = job.events.blocking_send(event);
+        if let Err(e) = outcome {
+            let _ = job.events.blocking_send(Event::Failed(e));
+        }
         metrics.active.fetch_sub(1, Ordering::AcqRel);
         cancel.cancel(); // marks it finished for `live`
         live.lock()
@@ -269,10 +276,54 @@ fn worker(
     }
 }
 
-fn run_job(engine: &SharedEngine, metrics: &Metrics, job: &Job) -> Event {
+/// Runs every choice of `job` at once (one on this thread, the others on scoped threads of
+/// their own), each sending its steps and its `Done`; the first failure cancels the others
+/// and is the job's.
+fn run_choices(engine: &SharedEngine, metrics: &Metrics, job: &Job) -> Result<(), ApiError> {
+    let run = |index: usize| {
+        let event = run_job(engine, metrics, job, index);
+        match event {
+            Event::Failed(e) => {
+                job.cancel.cancel();
+                Err(e)
+            }
+            done => {
+                // The handler may be gone (client disconnected): nothing to tell then.
+                let _ = job.events.blocking_send(done);
+                Ok(())
+            }
+        }
+    };
+    let results: Vec<Result<(), ApiError>> = std::thread::scope(|scope| {
+        let others: Vec<_> = (1..job.prepared.len())
+            .map(|i| scope.spawn(move || run(i)))
+            .collect();
+        let mut results = vec![run(0)];
+        for h in others {
+            results.push(
+                h.join()
+                    .unwrap_or_else(|_| Err(ApiError::internal("a generation thread panicked"))),
+            );
+        }
+        results
+    });
+    // A real failure before a cancellation it caused in the other choices.
+    let mut errors: Vec<ApiError> = results.into_iter().filter_map(Result::err).collect();
+    errors.sort_by_key(|e| e.code == Some("cancelled"));
+    match errors.into_iter().next() {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// Choice `index` of `job`, with a cancel flag of its own (a stop sequence ends only its
+/// choice) that follows the job's (client gone, shutdown, another choice failed).
+fn run_job(engine: &SharedEngine, metrics: &Metrics, job: &Job, index: usize) -> Event {
     if job.cancel.is_cancelled() {
         return Event::Failed(cancelled());
     }
+    let prepared = &job.prepared[index];
+    let cancel = CancelToken::new();
     let tokenizer = Arc::clone(engine.tokenizer());
     let mask = engine.mask_token_id();
     let mut text = SettledText::new(&tokenizer, mask, engine.eos_ids(), job.stop.clone());
@@ -281,8 +332,11 @@ fn run_job(engine: &SharedEngine, metrics: &Metrics, job: &Job) -> Event {
     let mut last_records: Vec<Option<lacuna::TokenLogprob>> = Vec::new();
     // Records of settled tokens already sent in a step.
     let mut sent = 0;
-    let result = engine.generate(&job.prepared, &job.cancel, |view: &StepView<'_>| {
+    let result = engine.generate(prepared, &cancel, |view: &StepView<'_>| {
         metrics.record_step(view.committed.len() as u64);
+        if job.cancel.is_cancelled() {
+            cancel.cancel();
+        }
         if let Some(records) = view.logprobs {
             last_records.clear();
             last_records.extend_from_slice(records);
@@ -290,7 +344,7 @@ fn run_job(engine: &SharedEngine, metrics: &Metrics, job: &Job) -> Event {
         let generated = &view.canvas[view.prompt_len..];
         let delta = text.update(&tokenizer, generated);
         if text.stopped() {
-            job.cancel.cancel();
+            cancel.cancel();
         }
         // The tokens that settled with this step's text (a record exists for each: settled
         // tokens are committed).
@@ -305,13 +359,14 @@ fn run_job(engine: &SharedEngine, metrics: &Metrics, job: &Job) -> Event {
             .include_canvas
             .then(|| crate::canvas::canvas_json(&tokenizer, mask, view));
         if (delta.is_empty() && canvas.is_none() && logprobs.is_none())
-            || job.cancel.is_cancelled() && !text.stopped()
+            || cancel.is_cancelled() && !text.stopped()
         {
             return;
         }
         if job
             .events
             .blocking_send(Event::Step {
+                index,
                 delta,
                 canvas,
                 logprobs,
@@ -322,18 +377,19 @@ fn run_job(engine: &SharedEngine, metrics: &Metrics, job: &Job) -> Event {
             job.cancel.cancel();
         }
     });
-    let prompt_tokens = job.prepared.prompt_tokens().len();
+    let prompt_tokens = prepared.prompt_tokens().len();
     match result {
         Ok(out) => {
             let (delta, whole) = text.finish(&out.text);
             let eos = matches!(out.stats.finish, Finish::Eos { .. })
-                || out.tokens.len() < job.prepared.gen_length();
+                || out.tokens.len() < prepared.gen_length();
             let completion_tokens = if text.stopped() {
                 text.settled_tokens().min(out.tokens.len())
             } else {
                 out.tokens.len()
             };
             Event::Done(Box::new(Finished {
+                index,
                 delta,
                 text: whole,
                 finish_reason: if eos || text.stopped() {
@@ -352,13 +408,13 @@ fn run_job(engine: &SharedEngine, metrics: &Metrics, job: &Job) -> Event {
             }))
         }
         Err(lacuna::Error::Cancelled) if text.stopped() => Event::Done(Box::new(Finished {
+            index,
             delta: String::new(),
             text: text.finish_stopped(),
             finish_reason: "stop",
             prompt_tokens,
             completion_tokens: text.settled_tokens(),
-            logprobs: job
-                .prepared
+            logprobs: prepared
                 .logprobs()
                 .map(|_| logprobs::entries(&tokenizer, &last_records, text.settled_tokens())),
             logprobs_sent: sent,

@@ -42,7 +42,9 @@ fn bad_requests_are_400_naming_the_parameter() {
     let cases: Vec<(Value, &str)> = vec![
         (json!({"tools": [{"type": "function"}]}), "tools"),
         (json!({"foo": 1}), "foo"),
-        (json!({"n": 2}), "n"),
+        (json!({"n": 0}), "n"),
+        (json!({"n": 9}), "n"),
+        (json!({"n": "two"}), "n"),
         (json!({"temperature": 5}), "temperature"),
         (json!({"temperature": "hot"}), "temperature"),
         (json!({"max_tokens": 0}), "max_tokens"),

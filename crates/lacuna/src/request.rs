@@ -94,6 +94,16 @@ pub struct GenerateRequest {
 }
 
 impl GenerateRequest {
+    /// Choice `i` of a request for several (OpenAI's `n`): the same request with the seed
+    /// `seed + i` (wrapping), so the choices differ at temperature > 0 and each is what the
+    /// same request with that seed gives alone.
+    pub fn for_choice(&self, i: usize) -> GenerateRequest {
+        GenerateRequest {
+            seed: self.seed.wrapping_add(i as u64),
+            ..self.clone()
+        }
+    }
+
     /// A fill-in-the-middle request: `prefix` as raw text, then `gen_length` masks, then
     /// `suffix` (see [`GenerateRequest::suffix`]); the other settings are the defaults.
     pub fn infill(prefix: impl Into<String>, suffix: impl Into<String>) -> Self {

@@ -12,6 +12,9 @@ use lacuna_sampler::{
 
 use crate::request::{GenerateRequest, Prompt};
 
+/// The most choices one request may ask for (OpenAI's `n`): they run as one batch.
+pub const MAX_CHOICES: usize = 8;
+
 /// Tokens generated when a request does not say how many.
 pub const DEFAULT_GEN_LENGTH: usize = 128;
 

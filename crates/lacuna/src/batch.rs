@@ -3,14 +3,16 @@
 //! ([`Model::forward_batch`]), so concurrent canvases share each read of the weights.
 //!
 //! No thread of its own: a generation's thread queues its pass and, if no batch is running,
-//! leads the next one (takes the queue's passes in arrival order, up to the
-//! [`BatchLimits`], runs them, hands each result back); otherwise it waits for its result,
-//! or for the model to free up. Passes join at the next batch after they arrive, a cancelled
+//! leads the next one: it waits a moment for the passes of the other running generations
+//! (at most a quarter of the last batch's time), then takes the queue's passes in arrival
+//! order, up to the [`BatchLimits`], runs them and hands each result back. Otherwise it waits
+//! for its result, or for the model to free up. Passes join at the next batch after they arrive, a cancelled
 //! canvas's pass is dropped at the next batch, and arrival order means no canvas starves:
 //! the oldest pass is always in the next batch.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use lacuna_models::{Backend, BatchPass, KvCache, Model, PassSpec};
 use lacuna_sampler::Pass;
@@ -148,6 +150,10 @@ struct Queue<Buf> {
     waiting: VecDeque<(u64, Job<Buf>)>,
     done: HashMap<u64, Job<Buf>>,
     busy: bool,
+    /// Generations running now ([`Collector::join`]): the passes a batch can expect.
+    members: usize,
+    /// How long the last batch ran.
+    last_batch: Duration,
 }
 
 /// A model and the passes waiting for it.
@@ -174,6 +180,8 @@ where
                 waiting: VecDeque::new(),
                 done: HashMap::new(),
                 busy: false,
+                members: 0,
+                last_batch: Duration::ZERO,
             }),
             changed: Condvar::new(),
             limits,
@@ -182,6 +190,13 @@ where
 
     pub(crate) fn limits(&self) -> BatchLimits {
         self.limits
+    }
+
+    /// Counts a generation in until the returned guard drops: a batch about to start waits
+    /// (briefly) for the passes of the members still between two passes.
+    pub(crate) fn join(&self) -> Member<'_, B> {
+        lock(&self.queue).members += 1;
+        Member { collector: self }
     }
 
     /// Queues `job` and returns it run (its `result` set). `run` executes a batch on the
@@ -196,6 +211,8 @@ where
         let id = q.next_id;
         q.next_id += 1;
         q.waiting.push_back((id, job));
+        // A leader gathering passes counts this one.
+        self.changed.notify_all();
         loop {
             if let Some(job) = q.done.remove(&id) {
                 return job;
@@ -206,6 +223,34 @@ where
                     .wait(q)
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
                 continue;
+            }
+            // Gather: the other running generations are usually a moment behind (their
+            // samplers run after each batch), so a batch started at once would often hold
+            // one pass and the rest the next. Wait for them, at most a quarter of the last
+            // batch's time (a member that streams slowly or is about to finish does not hold
+            // the others up for long).
+            let full = |q: &Queue<B::Buf>| {
+                q.waiting.len() >= q.members.min(self.limits.max_passes)
+                    || q.waiting.iter().map(|(_, j)| j.tokens_run()).sum::<usize>()
+                        >= self.limits.max_tokens
+            };
+            if !full(&q) {
+                let deadline = Instant::now() + (q.last_batch / 4).max(GATHER_MIN);
+                while !full(&q) && !q.busy {
+                    let now = Instant::now();
+                    if now >= deadline {
+                        break;
+                    }
+                    q = self
+                        .changed
+                        .wait_timeout(q, deadline - now)
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .0;
+                }
+                // Another thread may have led a batch meanwhile (with this pass in it).
+                if q.busy || q.done.contains_key(&id) {
+                    continue;
+                }
             }
             // Lead the next batch: the oldest passes, within the limits.
             q.busy = true;
@@ -225,18 +270,43 @@ where
                 batch.push(job);
             }
             drop(q);
+            let started = Instant::now();
             let report = {
                 let mut model = lock(&self.model);
                 run(&mut model, &mut batch)
             };
+            let took = started.elapsed();
             if let Some(r) = report {
                 ran(r);
             }
             q = lock(&self.queue);
             q.done.extend(ids.into_iter().zip(batch));
             q.busy = false;
+            q.last_batch = took;
             self.changed.notify_all();
         }
+    }
+}
+
+/// The shortest wait for the other members' passes before a batch starts.
+const GATHER_MIN: Duration = Duration::from_millis(1);
+
+/// A generation counted in by [`Collector::join`].
+pub(crate) struct Member<'a, B: Backend>
+where
+    Model<B>: Send,
+{
+    collector: &'a Collector<B>,
+}
+
+impl<B: Backend> Drop for Member<'_, B>
+where
+    Model<B>: Send,
+{
+    fn drop(&mut self) {
+        lock(&self.collector.queue).members -= 1;
+        // A batch waiting for this member's pass need not wait any more.
+        self.collector.changed.notify_all();
     }
 }
 

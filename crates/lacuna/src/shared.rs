@@ -241,6 +241,7 @@ impl SharedEngine {
     {
         // Checked by the model at every pass.
         let attention_block = prepared.attention_block();
+        let _member = model.join();
         let mut denoiser = InTurn {
             shared: self,
             model,

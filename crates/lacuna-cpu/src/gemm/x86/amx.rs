@@ -35,9 +35,13 @@ use crate::packed::{PANEL, QuantPacked};
 
 use super::avx512::BlockFold;
 
-/// Fewer tokens than this: the plane construction is not repaid; use AVX-512 (measured:
-/// best-of-20 Q4_K 4096², 1 thread: T = 32 AMX 239 vs AVX-512 304 GOP/s, T = 64 341 vs 280).
-pub(crate) const MIN_TOKENS: usize = 64;
+/// Fewer tokens than this: the plane construction is not repaid; use AVX-512. Measured on the
+/// 2-vCPU AMX Xeon VM, interleaved A/B, 2 threads, LLaDA-8B shape Q4_K_M, a dual-cache step
+/// (`lacuna bench --batch 1`): 32-token windows 239 ms (AVX-512) vs 200 ms (AMX) on 4 layers
+/// and 1,423 vs 1,108 ms on 32, where the weights stream from DRAM; 16-token windows 157 ms
+/// vs 171 ms (AMX pads them to 32), so the threshold is 32. (An earlier 1-thread 4096²
+/// kernel bench, the matrix partly in L3, had put it at 64.)
+pub(crate) const MIN_TOKENS: usize = 32;
 /// Panels per task (the other paths take 2): K-chunking reuses activations across them.
 pub(crate) const TASK_PANELS: usize = 8;
 /// Tokens per step: two 16-row A tiles.

@@ -244,6 +244,9 @@ def main():
     ap.add_argument("--threads", type=int, help="server --threads (default: the server's)")
     ap.add_argument("--max-concurrent", type=int,
                     help="server --max-concurrent (default: the run's concurrency)")
+    ap.add_argument("--max-batch", type=int,
+                    help="server --max-batch (1: one pass at a time, the pre-batching build's "
+                         "behaviour; default: the server's)")
     ap.add_argument("--warmup", type=int, default=2, help="unmeasured requests before each run")
     ap.add_argument("--timeout", type=float, default=600, help="seconds per request")
     ap.add_argument("--machine-id", default="xeon-2c-amx")
@@ -267,6 +270,8 @@ def main():
                     "--queue", str(a.requests + c)]
                 if a.threads:
                     server_args += ["--threads", str(a.threads)]
+                if a.max_batch:
+                    server_args += ["--max-batch", str(a.max_batch)]
                 if a.api_key:
                     server_args += ["--api-key", a.api_key]
                 server = LacunaServer(a.binary, server_args, start_timeout=600).start()

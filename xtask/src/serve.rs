@@ -117,8 +117,9 @@ pub(crate) fn parse(value: serde_json::Value) -> Result<ServeRun, FieldError> {
 }
 
 /// Runs that differ only in concurrency share a key: the run at concurrency 1 is the others'
-/// baseline.
-fn key(l: &ServeLoaded) -> (String, String, String, bool, u32, String) {
+/// baseline. The key includes the file's series (its name without the `-c<N>-` part), so
+/// runs of another build or server setting (`--tag`: `-nobatch`, ...) keep their own baseline.
+fn key(l: &ServeLoaded) -> (String, String, String, bool, u32, String, String) {
     let r = &l.run;
     (
         r.machine.id.clone(),
@@ -127,7 +128,21 @@ fn key(l: &ServeLoaded) -> (String, String, String, bool, u32, String) {
         r.workload.stream,
         r.machine.threads,
         r.workload.request.to_string(),
+        series(&l.path),
     )
+}
+
+/// `…-g32-s32-c4-n16-t2-batch.json` → `…-g32-s32-c*-n16-t2-batch.json`.
+fn series(path: &str) -> String {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let name = name.strip_suffix(".json").unwrap_or(name);
+    let mut parts: Vec<&str> = name.split('-').collect();
+    for p in parts.iter_mut() {
+        if p.len() > 1 && p.starts_with('c') && p[1..].bytes().all(|b| b.is_ascii_digit()) {
+            *p = "c*";
+        }
+    }
+    parts.join("-")
 }
 
 /// Each run with the run at concurrency 1 of the same model, endpoint and request, if there

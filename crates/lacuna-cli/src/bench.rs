@@ -1,11 +1,13 @@
-//! `lacuna bench`: the forward pass over a canvas (`--forward`, [`forward`]) or end-to-end
-//! generation ([`generate`]), both through the engine.
+//! `lacuna bench`: the forward pass over a canvas (`--forward`, [`forward`]), a cached step
+//! batched over several canvases (`--batch`, [`batch`]) or end-to-end generation
+//! ([`generate`]), all through the engine.
 
 use std::path::PathBuf;
 
 use anyhow::Result;
 use lacuna::models::{Device, WeightLayout};
 
+mod batch;
 mod common;
 mod forward;
 mod generate;
@@ -19,6 +21,12 @@ pub(crate) struct BenchArgs {
     /// Time the forward pass (without it: end-to-end generation).
     #[arg(long)]
     forward: bool,
+    /// Time a cached denoising step batched over this many canvases, e.g. 1,2,4,8: each a
+    /// window of --block-length positions over a canvas of --prompt-tokens + --gen-length,
+    /// its cache filled first; reports ms per batched step and the speedup over running the
+    /// canvases alone.
+    #[arg(long, value_delimiter = ',', conflicts_with = "forward")]
+    batch: Vec<usize>,
     /// Canvas length in tokens (--forward).
     #[arg(long, default_value_t = 0)]
     seq_len: usize,
@@ -44,6 +52,20 @@ pub(crate) struct BenchArgs {
 /// Runs the benchmark and prints the result.
 pub(crate) fn run(mut a: BenchArgs) -> Result<()> {
     a.model = crate::pull::resolve_model(&a.model)?;
+    if !a.batch.is_empty() {
+        return batch::run(&batch::BatchBench {
+            model: &a.model,
+            batch: &a.batch,
+            prompt: a.generate.prompt_tokens,
+            gen_length: a.generate.gen_length,
+            window: a.generate.block_length,
+            threads: a.threads,
+            runs: a.runs,
+            json: a.json,
+            weights: a.weights,
+            device: a.device,
+        });
+    }
     if a.forward {
         forward::run(&forward::ForwardBench {
             model: &a.model,

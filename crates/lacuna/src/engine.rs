@@ -225,6 +225,14 @@ impl Engine {
         })?)
     }
 
+    /// Runs `f` on the model inside the engine's thread pool (the kernels' rayon tasks run on
+    /// the engine's threads): for work on the model the engine has no method for, such as a
+    /// batched pass ([`lacuna_models::Model::forward_batch`]) in a benchmark.
+    pub fn install<R: Send>(&mut self, f: impl FnOnce(&mut AnyModel) -> R + Send) -> R {
+        let model = &mut self.model;
+        self.pool.install(|| f(model))
+    }
+
     /// The model, to profile or inspect it (a forward bench times its passes through
     /// [`Engine::logits`] on the engine's own threads).
     pub fn model_mut(&mut self) -> &mut AnyModel {

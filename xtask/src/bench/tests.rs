@@ -333,6 +333,9 @@ fn serve_load_tests_are_read_rendered_and_headlined() {
     let dir = repo(&[
         ("serve-load/demo-c1.json", serve_load(1, 400.0)),
         ("serve-load/demo-c4.json", serve_load(4, 500.0)),
+        // Another series (a server setting): its own baseline, not demo-c1's.
+        ("serve-load/demo-c1-nobatch.json", serve_load(1, 300.0)),
+        ("serve-load/demo-c4-nobatch.json", serve_load(4, 330.0)),
         // Not a load test: only checked to be JSON.
         (
             "serve-load/scaling.json",
@@ -340,8 +343,12 @@ fn serve_load_tests_are_read_rendered_and_headlined() {
         ),
     ]);
     render_readme(dir.path()).unwrap();
-    assert_eq!(verify(dir.path()).unwrap(), 2);
+    assert_eq!(verify(dir.path()).unwrap(), 4);
     let text = table(dir.path());
+    assert!(
+        text.contains("| 1.10× | [demo-c4-nobatch](test-box/serve-load/demo-c4-nobatch.json) |"),
+        "{text}"
+    );
     assert!(
         text.contains("| `lacuna-demo` | chat, stream, max_tokens 64, cache dual, steps 16, 4 concurrent, 20 requests, 2 thr | 500.0 | 2.500 | 152 ms | 21 ms | 20 / 0 / 0 | 1.25× | [demo-c4](test-box/serve-load/demo-c4.json) |"),
         "{text}"

@@ -19,16 +19,16 @@ use lacuna::{
 pub(crate) struct GenBenchArgs {
     /// Tokens to generate per run.
     #[arg(long, default_value_t = 128)]
-    gen_length: usize,
+    pub(super) gen_length: usize,
     /// Denoising steps per run.
     #[arg(long, default_value_t = 32)]
     steps: usize,
     /// Block length (LLaDA models; Dream's official sampler has no blocks and ignores it).
     #[arg(long, default_value_t = 32)]
-    block_length: usize,
+    pub(super) block_length: usize,
     /// Prompt length in tokens (deterministic ids, no tokenizer involved).
     #[arg(long, default_value_t = 32)]
-    prompt_tokens: usize,
+    pub(super) prompt_tokens: usize,
     /// Key/value cache policy: none, prefix or dual. Dream caches only in its block-wise
     /// parallel mode: with `--steps` = `--gen-length` the benchmark runs Dream in that mode
     /// with threshold 2 (one token per step) for every policy.

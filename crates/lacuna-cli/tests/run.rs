@@ -342,6 +342,48 @@ fn generate_bench_writes_a_v1_result() {
     assert!(s["min"].as_f64() <= s["median"].as_f64() && s["median"].as_f64() <= s["max"].as_f64());
 }
 
+/// `lacuna bench --batch`: one row per batch size, each batched step timed, the speedup
+/// against the canvases alone; bad sizes are refused.
+#[test]
+fn batch_bench_times_each_batch_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("tiny-llada.gguf");
+    let m = model.to_str().unwrap();
+    let o = lacuna(&["fixture", "--arch", "llada", "--layers", "1", "--out", m]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let args = [
+        "bench",
+        "-m",
+        m,
+        "--gen-length",
+        "16",
+        "--block-length",
+        "8",
+        "--prompt-tokens",
+        "4",
+        "--runs",
+        "2",
+        "--threads",
+        "1",
+        "--json",
+        "--batch",
+    ];
+    let o = lacuna(&[&args[..], &["1,3"]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["canvas"], 20);
+    assert_eq!(v["window"], 8);
+    let rows = v["batches"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[1]["batch"], 3);
+    assert_eq!(rows[1]["ms_per_batched_step"].as_array().unwrap().len(), 2);
+    assert_eq!(rows[0]["speedup_vs_alone"], 1.0);
+    assert!(rows[1]["speedup_vs_alone"].as_f64().unwrap() > 0.0);
+    let o = lacuna(&[&args[..], &["0"]].concat());
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("--batch sizes"), "{}", stderr(&o));
+}
+
 /// The binary names the commit it was built from, which benchmark results record.
 #[test]
 fn version_names_the_build_commit() {

@@ -7,14 +7,14 @@
 use std::path::Path;
 use std::time::Instant;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
+use lacuna::median;
 use lacuna::models::{
     AnyModel, Backend, BatchPass, Device, KvCache, Model, PassSpec, WeightLayout,
 };
 use lacuna::sampler::Pass;
-use lacuna::{Engine, EngineOptions, median};
 
-use super::common::{Probe, floor_line, layout_name};
+use super::common::{Probe, floor_line, layout_name, load_engine};
 
 /// Profiling steps for the per-part split (after the timed ones).
 const PROFILE_STEPS: usize = 2;
@@ -51,14 +51,7 @@ pub(super) fn run(a: &BatchBench<'_>) -> Result<()> {
     if a.prompt + a.window > len {
         bail!("--block-length must be at most --gen-length");
     }
-    let options = EngineOptions {
-        threads: a.threads,
-        weights: a.weights,
-        device: a.device,
-    };
-    let mut engine = Engine::load(a.model, &options)
-        .map_err(crate::run::flat)
-        .with_context(|| format!("loading {}", a.model.display()))?;
+    let mut engine = load_engine(a.model, a.threads, a.weights, a.device)?;
     if len > engine.context_length() {
         bail!(
             "--prompt-tokens + --gen-length exceed the context ({})",

@@ -1,6 +1,27 @@
 //! What both benchmarks report: layouts, peak memory, dates, the floor of a step.
 
-use lacuna::models::PartTimes;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use lacuna::models::{Device, PartTimes, WeightLayout};
+use lacuna::{Engine, EngineOptions};
+
+/// Loads `model` for a benchmark, the error naming the file.
+pub(crate) fn load_engine(
+    model: &Path,
+    threads: Option<usize>,
+    weights: WeightLayout,
+    device: Device,
+) -> Result<Engine> {
+    let options = EngineOptions {
+        threads,
+        weights,
+        device,
+    };
+    Engine::load(model, &options)
+        .map_err(crate::run::flat)
+        .with_context(|| format!("loading {}", model.display()))
+}
 
 /// The machine's two limits on the benchmark's threads, measured before the model loads:
 /// memory read bandwidth and the active path's int8 peak.

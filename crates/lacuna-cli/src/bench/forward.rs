@@ -5,11 +5,11 @@
 use std::path::Path;
 use std::time::Instant;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
+use lacuna::median;
 use lacuna::models::{Device, WeightLayout};
-use lacuna::{Engine, EngineOptions, median};
 
-use super::common::{Probe, floor_line, layout_name};
+use super::common::{Probe, floor_line, layout_name, load_engine};
 
 /// Profiling passes for the per-part split (after the timed ones).
 const PROFILE_PASSES: usize = 3;
@@ -34,14 +34,7 @@ pub(super) fn run(a: &ForwardBench<'_>) -> Result<()> {
     if a.seq_len == 0 || a.runs == 0 {
         bail!("--seq-len and --runs must be at least 1");
     }
-    let options = EngineOptions {
-        threads: a.threads,
-        weights: a.weights,
-        device: a.device,
-    };
-    let mut engine = Engine::load(a.model, &options)
-        .map_err(crate::run::flat)
-        .with_context(|| format!("loading {}", a.model.display()))?;
+    let mut engine = load_engine(a.model, a.threads, a.weights, a.device)?;
     let load_s = engine.load_s();
     let probe = Probe::measure(engine.threads(), engine.model().cpu().is_some());
     let vocab = engine.model().vocab_size();

@@ -21,11 +21,12 @@ pub(crate) struct BenchArgs {
     /// Time the forward pass (without it: end-to-end generation).
     #[arg(long)]
     forward: bool,
-    /// Time a cached denoising step batched over this many canvases, e.g. 1,2,4,8: each a
-    /// window of --block-length positions over a canvas of --prompt-tokens + --gen-length,
-    /// its cache filled first; reports ms per batched step and the speedup over running the
-    /// canvases alone.
-    #[arg(long, value_delimiter = ',', conflicts_with = "forward")]
+    /// Batch sizes, e.g. 1,2,4,8. With --forward: a cached denoising step batched over that
+    /// many canvases (each a window of --block-length positions over a canvas of
+    /// --prompt-tokens + --gen-length, its cache filled first). Without: that many
+    /// generations at once on a shared engine, their passes batched. Reports the time and
+    /// the speedup over running the canvases alone.
+    #[arg(long, value_delimiter = ',')]
     batch: Vec<usize>,
     /// Canvas length in tokens (--forward).
     #[arg(long, default_value_t = 0)]
@@ -52,6 +53,18 @@ pub(crate) struct BenchArgs {
 /// Runs the benchmark and prints the result.
 pub(crate) fn run(mut a: BenchArgs) -> Result<()> {
     a.model = crate::pull::resolve_model(&a.model)?;
+    if !a.batch.is_empty() && !a.forward {
+        return batch::run_generate(
+            &a.model,
+            &a.batch,
+            a.threads,
+            a.weights,
+            a.device,
+            a.runs,
+            a.json,
+            &a.generate,
+        );
+    }
     if !a.batch.is_empty() {
         return batch::run(&batch::BatchBench {
             model: &a.model,

@@ -342,8 +342,9 @@ fn generate_bench_writes_a_v1_result() {
     assert!(s["min"].as_f64() <= s["median"].as_f64() && s["median"].as_f64() <= s["max"].as_f64());
 }
 
-/// `lacuna bench --batch`: one row per batch size, each batched step timed, the speedup
-/// against the canvases alone; bad sizes are refused.
+/// `lacuna bench --forward --batch`: one row per batch size, each batched step timed, the
+/// speedup against the canvases alone; bad sizes are refused. `--batch` alone: generations
+/// at once.
 #[test]
 fn batch_bench_times_each_batch_size() {
     let dir = tempfile::tempdir().unwrap();
@@ -366,6 +367,7 @@ fn batch_bench_times_each_batch_size() {
         "--threads",
         "1",
         "--json",
+        "--forward",
         "--batch",
     ];
     let o = lacuna(&[&args[..], &["1,3"]].concat());
@@ -382,6 +384,16 @@ fn batch_bench_times_each_batch_size() {
     let o = lacuna(&[&args[..], &["0"]].concat());
     assert!(!o.status.success());
     assert!(stderr(&o).contains("--batch sizes"), "{}", stderr(&o));
+    // Without --forward: whole generations, two at once on a shared engine.
+    let whole = [&args[..args.len() - 2], &["--steps", "4", "--batch", "1,2"]].concat();
+    let o = lacuna(&whole);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let rows = v["batches"].as_array().unwrap();
+    assert_eq!(rows[1]["batch"], 2);
+    assert_eq!(rows[1]["wall_s"].as_array().unwrap().len(), 2);
+    assert!(rows[1]["generated_tokens_per_s"].as_f64().unwrap() > 0.0);
+    assert!(rows[1]["passes_per_forward"].as_f64().unwrap() >= 1.0);
 }
 
 /// The binary names the commit it was built from, which benchmark results record.

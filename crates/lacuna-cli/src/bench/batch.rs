@@ -1,20 +1,22 @@
-//! `lacuna bench --batch 1,2,4,8`: what batching buys a cached denoising step. For each
-//! batch size B, B canvases (each `--prompt-tokens` + `--gen-length` positions, their own
-//! tokens) get their key/value caches filled, then the step is timed: one batched forward of
-//! B window passes (`--block-length` positions each, the dual cache's window, logits for
-//! every window row), against B times the same window alone.
+//! `lacuna bench --batch 1,2,4,8`: what batching buys. With `--forward`, a cached denoising
+//! step: for each batch size B, B canvases (each `--prompt-tokens` + `--gen-length`
+//! positions, their own tokens) get their key/value caches filled, then one batched forward
+//! of B window passes (`--block-length` positions each, the dual cache's window, logits for
+//! every window row) is timed, against the same window alone. Without `--forward`, whole
+//! generations: B at once on a [`SharedEngine`] (seeds 0..B), against one alone.
 
 use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{Result, bail};
-use lacuna::median;
 use lacuna::models::{
     AnyModel, Backend, BatchPass, Device, KvCache, Model, PassSpec, WeightLayout,
 };
 use lacuna::sampler::Pass;
+use lacuna::{CancelToken, SharedEngine, median};
 
 use super::common::{Probe, floor_line, layout_name, load_engine};
+use super::generate::{GenBenchArgs, bench_request};
 
 /// Profiling steps for the per-part split (after the timed ones).
 const PROFILE_STEPS: usize = 2;
@@ -205,4 +207,95 @@ fn time_steps<B: Backend>(
     let per = |d: std::time::Duration| d.as_secs_f64() * 1e3 / f64::from(p.passes.max(1));
     let split = [per(p.gemm), per(p.attention), per(p.lm_head), per(p.other)];
     Ok((ms, floor, split))
+}
+
+/// `lacuna bench --batch` without `--forward`: `runs` rounds per batch size, each B
+/// generations of the benchmark's request started at once (seeds 0..B).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn run_generate(
+    model: &Path,
+    batch: &[usize],
+    threads: Option<usize>,
+    weights: WeightLayout,
+    device: Device,
+    runs: usize,
+    json: bool,
+    g: &GenBenchArgs,
+) -> Result<()> {
+    if batch.is_empty() || batch.contains(&0) || runs == 0 {
+        bail!("--batch sizes and --runs must be at least 1");
+    }
+    let engine = load_engine(model, threads, weights, device)?;
+    let request = bench_request(&engine, g)?;
+    let shared = SharedEngine::new(engine);
+    let prepared: Vec<_> = (0..batch.iter().copied().max().unwrap_or(1))
+        .map(|i| shared.prepare(&request.for_choice(i)))
+        .collect::<Result<_, _>>()?;
+    let round = |b: usize| -> Result<f64> {
+        let start = Instant::now();
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = prepared[..b]
+                .iter()
+                .map(|p| scope.spawn(|| shared.generate(p, &CancelToken::new(), |_| {})))
+                .collect();
+            for h in handles {
+                h.join()
+                    .map_err(|_| anyhow::anyhow!("a generation panicked"))??;
+            }
+            Ok::<(), anyhow::Error>(())
+        })?;
+        Ok(start.elapsed().as_secs_f64())
+    };
+    round(1)?; // warm-up
+    let mut rows = Vec::new();
+    for &b in batch {
+        let before = shared.stats();
+        let walls: Vec<f64> = (0..runs).map(|_| round(b)).collect::<Result<_>>()?;
+        let after = shared.stats();
+        let forwards = (after.forwards - before.forwards).max(1);
+        let passes_per_forward = (after.passes - before.passes) as f64 / forwards as f64;
+        rows.push((b, walls, passes_per_forward));
+    }
+    let tokens = |b: usize, wall: f64| (b * request.gen_length) as f64 / wall;
+    let solo = rows
+        .iter()
+        .find(|r| r.0 == 1)
+        .map(|r| tokens(1, median(&r.1)));
+    if json {
+        let out = serde_json::json!({
+            "model": model.display().to_string(),
+            "architecture": shared.arch().name(),
+            "threads": shared.threads(),
+            "prompt_tokens": g.prompt_tokens,
+            "gen_length": request.gen_length,
+            "steps": request.steps,
+            "cache": request.cache.name(),
+            "runs": runs,
+            "build_commit": env!("LACUNA_BUILD_COMMIT"),
+            "batches": rows.iter().map(|(b, walls, ppf)| {
+                let tps = tokens(*b, median(walls));
+                serde_json::json!({
+                    "batch": b,
+                    "wall_s": walls,
+                    "wall_s_median": median(walls),
+                    "generated_tokens_per_s": tps,
+                    "speedup_vs_alone": solo.map(|s| tps / s),
+                    "passes_per_forward": ppf,
+                })
+            }).collect::<Vec<_>>(),
+        });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        for (b, walls, ppf) in &rows {
+            let wall = median(walls);
+            let tps = tokens(*b, wall);
+            let speedup = solo.map_or(String::new(), |s| format!(", {:.2}x one alone", tps / s));
+            println!(
+                "batch {b}: {wall:.2} s for {b} generations of {} tokens: {tps:.1} tokens/s\
+                 {speedup}; {ppf:.2} passes per forward",
+                request.gen_length
+            );
+        }
+    }
+    Ok(())
 }

@@ -70,6 +70,37 @@ fn quant_mix(engine: &Engine) -> String {
     format!("{}; vectors {}", join(&mats), join(&vecs))
 }
 
+/// The benchmark's request on `engine`'s model: deterministic prompt ids (no tokenizer),
+/// the whole schedule every run (`keep_after_eos`). Dream caches only in its block-wise
+/// parallel mode; a threshold above 1 commits exactly one token per step there, so with
+/// steps = gen_length every cache policy (none too) does the same fixed work in the same
+/// mode, comparable across policies (then `parallel` is set).
+pub(super) fn bench_request(engine: &Engine, g: &GenBenchArgs) -> Result<GenerateRequest> {
+    let arch = engine.arch();
+    let vocab = engine.model().vocab_size();
+    let mask = engine.mask_token_id();
+    let prompt: Vec<u32> = (0..g.prompt_tokens)
+        .map(|i| ((i as u64 * 7919 + 13) % vocab as u64) as u32)
+        .map(|t| if t == mask { (t + 1) % vocab as u32 } else { t })
+        .collect();
+    let mut req = GenerateRequest::new(Prompt::Tokens(prompt));
+    req.gen_length = g.gen_length;
+    req.steps = g.steps;
+    req.cache = g.cache;
+    let dream_blocks = arch == Arch::Dream && g.steps == g.gen_length;
+    if arch == Arch::Dream && req.cache != CachePolicy::None && !dream_blocks {
+        bail!("a cached Dream benchmark commits one token per step: give --steps = --gen-length");
+    }
+    req.block_length = (arch.block_wise() || dream_blocks).then_some(g.block_length);
+    if dream_blocks {
+        req.parallel = Some(ParallelConfig {
+            rule: ParallelRule::Threshold(2.0),
+        });
+    }
+    req.keep_after_eos = true; // fixed work: the whole schedule every run
+    Ok(req)
+}
+
 /// Runs the benchmark for `model` and prints (and optionally saves) the result.
 pub(crate) fn run(
     model: &Path,
@@ -102,30 +133,8 @@ pub(crate) fn run(
     .with_context(|| format!("loading {}", model.display()))?;
     let probe = Probe::measure(engine.threads(), engine.model().cpu().is_some());
     let cfg = engine.model().config().clone();
-    let vocab = engine.model().vocab_size();
-    let mask = engine.mask_token_id();
-    let prompt: Vec<u32> = (0..g.prompt_tokens)
-        .map(|i| ((i as u64 * 7919 + 13) % vocab as u64) as u32)
-        .map(|t| if t == mask { (t + 1) % vocab as u32 } else { t })
-        .collect();
-    let mut req = GenerateRequest::new(Prompt::Tokens(prompt));
-    req.gen_length = g.gen_length;
-    req.steps = g.steps;
-    req.cache = g.cache;
-    // Dream caches only in its block-wise parallel mode; a threshold above 1 commits exactly
-    // one token per step there, so with steps = gen_length every cache policy (none too)
-    // does the same fixed work in the same mode, comparable across policies.
-    let dream_blocks = cfg.arch == Arch::Dream && g.steps == g.gen_length;
-    if cfg.arch == Arch::Dream && req.cache != CachePolicy::None && !dream_blocks {
-        bail!("a cached Dream benchmark commits one token per step: give --steps = --gen-length");
-    }
-    req.block_length = (cfg.arch.block_wise() || dream_blocks).then_some(g.block_length);
-    if dream_blocks {
-        req.parallel = Some(ParallelConfig {
-            rule: ParallelRule::Threshold(2.0),
-        });
-    }
-    req.keep_after_eos = true; // fixed work: the whole schedule every run
+    let req = bench_request(&engine, &g)?;
+    let dream_blocks = req.parallel.is_some();
     let mut step_ms = Vec::new();
     let mut totals = Vec::new();
     let mut startup_s = None;

@@ -5,8 +5,6 @@
 use std::ffi::{CStr, CString, c_char};
 use std::path::PathBuf;
 
-use cudarc::nvrtc::sys;
-
 use crate::kernels::Source;
 use crate::{Error, Result, library};
 
@@ -39,22 +37,22 @@ pub struct FunctionReport {
 
 /// NVRTC's version, `(major, minor)`.
 pub fn version() -> Result<(i32, i32)> {
-    library::load_nvrtc()?;
+    let nv = library::nvrtc()?;
     let (mut major, mut minor) = (0, 0);
-    // SAFETY: NVRTC is loaded (checked above); both pointers are valid for one write.
-    let r = unsafe { sys::nvrtcVersion(&mut major, &mut minor) };
+    // SAFETY: NVRTC's entry point; both pointers are valid for one write.
+    let r = unsafe { (nv.version)(&mut major, &mut minor) };
     check(r, "nvrtcVersion")?;
     Ok((major, minor))
 }
 
-fn check(r: sys::nvrtcResult, what: &str) -> Result<()> {
-    if r == sys::nvrtcResult::NVRTC_SUCCESS {
+fn check(r: std::ffi::c_int, what: &str) -> Result<()> {
+    if r == library::NVRTC_SUCCESS {
         Ok(())
     } else {
         Err(Error::Compile {
             kernel: "nvrtc",
             arch: String::new(),
-            log: format!("{what} failed: {r:?}"),
+            log: format!("{what} failed: nvrtcResult {r}"),
         })
     }
 }
@@ -142,7 +140,7 @@ fn compile_uncached(
     arch: u32,
     opts: &[String],
 ) -> Result<(Vec<u8>, String)> {
-    library::load_nvrtc()?;
+    let nv = library::nvrtc()?;
     let bad = |log: String| Error::Compile {
         kernel: name,
         arch: format!("sm_{arch}"),
@@ -155,11 +153,11 @@ fn compile_uncached(
         .map(|o| CString::new(o.as_str()).map_err(|_| bad("bad option".into())))
         .collect::<Result<_>>()?;
     let ptrs: Vec<*const c_char> = c_opts.iter().map(|o| o.as_ptr()).collect();
-    let mut prog: sys::nvrtcProgram = std::ptr::null_mut();
+    let mut prog: library::Program = std::ptr::null_mut();
     // SAFETY: the strings are NUL-terminated and outlive the program; no headers are passed
     // (zero count, null arrays), which NVRTC allows.
     let r = unsafe {
-        sys::nvrtcCreateProgram(
+        (nv.create)(
             &mut prog,
             c_src.as_ptr(),
             c_name.as_ptr(),
@@ -171,39 +169,35 @@ fn compile_uncached(
     check(r, "nvrtcCreateProgram")?;
     let result = (|| {
         // SAFETY: `prog` was created above; `ptrs` holds `ptrs.len()` valid C strings.
-        let r = unsafe { sys::nvrtcCompileProgram(prog, ptrs.len() as i32, ptrs.as_ptr()) };
-        let log = program_log(prog);
-        if r != sys::nvrtcResult::NVRTC_SUCCESS {
+        let r = unsafe { (nv.compile)(prog, ptrs.len() as i32, ptrs.as_ptr()) };
+        let log = program_log(nv, prog);
+        if r != library::NVRTC_SUCCESS {
             return Err(bad(log));
         }
         let mut size = 0usize;
         // SAFETY: `prog` compiled; `size` is valid for one write.
-        let r = unsafe { sys::nvrtcGetCUBINSize(prog, &mut size) };
+        let r = unsafe { (nv.cubin_size)(prog, &mut size) };
         check(r, "nvrtcGetCUBINSize")?;
         let mut cubin = vec![0u8; size];
         // SAFETY: `cubin` holds exactly the `size` bytes NVRTC reported.
-        let r = unsafe { sys::nvrtcGetCUBIN(prog, cubin.as_mut_ptr().cast()) };
+        let r = unsafe { (nv.cubin)(prog, cubin.as_mut_ptr().cast()) };
         check(r, "nvrtcGetCUBIN")?;
         Ok((cubin, log))
     })();
     // SAFETY: `prog` is a live program, destroyed once.
-    unsafe { sys::nvrtcDestroyProgram(&mut prog) };
+    unsafe { (nv.destroy)(&mut prog) };
     result
 }
 
-fn program_log(prog: sys::nvrtcProgram) -> String {
+fn program_log(nv: &library::Nvrtc, prog: library::Program) -> String {
     let mut size = 0usize;
     // SAFETY: `prog` is a live program; `size` is valid for one write.
-    if unsafe { sys::nvrtcGetProgramLogSize(prog, &mut size) } != sys::nvrtcResult::NVRTC_SUCCESS
-        || size == 0
-    {
+    if unsafe { (nv.log_size)(prog, &mut size) } != library::NVRTC_SUCCESS || size == 0 {
         return String::new();
     }
     let mut buf = vec![0u8; size];
     // SAFETY: `buf` holds the `size` bytes (NUL included) NVRTC reported.
-    if unsafe { sys::nvrtcGetProgramLog(prog, buf.as_mut_ptr().cast()) }
-        != sys::nvrtcResult::NVRTC_SUCCESS
-    {
+    if unsafe { (nv.log)(prog, buf.as_mut_ptr().cast()) } != library::NVRTC_SUCCESS {
         return String::new();
     }
     CStr::from_bytes_until_nul(&buf)

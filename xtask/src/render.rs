@@ -98,7 +98,10 @@ pub(crate) const AMX_OFF: &str = ", AMX off (AVX-512 kernels)";
 fn tier(r: &BenchResult) -> &'static str {
     let has = |flag: &str| r.machine.simd.iter().any(|f| f.starts_with(flag));
     let build = r.engine.build.as_str();
-    if has("avx512") && (build == "cpu-avx2" || build.starts_with("avx2")) {
+    if build.starts_with("cuda") {
+        // A GPU run: the CPU's instructions say nothing about it.
+        ""
+    } else if has("avx512") && (build == "cpu-avx2" || build.starts_with("avx2")) {
         AVX2_ONLY
     } else if has("amx") && (build.contains("no-amx") || !build.contains("amx")) {
         AMX_OFF

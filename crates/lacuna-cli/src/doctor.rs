@@ -101,7 +101,8 @@ fn gib(b: u64) -> String {
 /// driver and NVRTC versions, and whether a test kernel compiled and ran (against its host
 /// twin), which `--device auto` also requires before it picks the GPU.
 fn cuda_status() -> (bool, String) {
-    let engine = "the CUDA backend is new and not yet verified on a GPU";
+    let engine =
+        "the CUDA backend matched the CPU backend on an H200 but is far from a GPU's speed";
     let nvrtc = match lacuna::cuda::nvrtc::version() {
         Ok((a, b)) => format!("NVRTC {a}.{b}"),
         Err(e) => e.to_string(),

@@ -5,7 +5,8 @@
 //!
 //! Two backends implement it: [`CpuBackend`] (lacuna-cpu's kernels, the reference) and
 //! [`CudaBackend`] (lacuna-cuda). The CUDA backend is compiled everywhere and its host side is
-//! tested against the CPU backend, but it has never yet run on a GPU. [`AnyModel`] holds a
+//! tested against the CPU backend; on an H200 it matched the CPU backend (whole forwards,
+//! batched passes), though far from the GPU's speed. [`AnyModel`] holds a
 //! model on whichever [`Device`] was chosen.
 //!
 //! ```no_run

@@ -210,7 +210,13 @@ pub(crate) fn run(
         Arch::Llada2 => "llada2 threshold 0.95 t=0".to_string(),
         _ => "llada low_confidence t=0".to_string(),
     };
-    let path = lacuna::cpu::Path::active().map_or("unknown", |p| p.name());
+    // The kernels that ran: the GPU backend's name (`cuda-sm90`) on a GPU, else the CPU path.
+    let path = match engine.model().gpu_info() {
+        Some(_) => engine.model().backend_name(),
+        None => lacuna::cpu::Path::active()
+            .map_or("unknown", |p| p.name())
+            .to_string(),
+    };
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());

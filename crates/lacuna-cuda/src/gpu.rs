@@ -37,6 +37,8 @@ pub struct Gpu {
     xd: Option<CudaSlice<f32>>,
     xs: Option<CudaSlice<i32>>,
     xh: Option<CudaSlice<u16>>,
+    /// Split-k partial sums of the quantized GEMM (`splits x t x n`).
+    part: Option<CudaSlice<f32>>,
     /// Small index uploads (row lists).
     idx: Option<CudaSlice<i32>>,
     fidx: Option<CudaSlice<f32>>,
@@ -108,6 +110,7 @@ impl Gpu {
             xd: None,
             xs: None,
             xh: None,
+            part: None,
             idx: None,
             fidx: None,
         })

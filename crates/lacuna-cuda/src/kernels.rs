@@ -47,7 +47,13 @@ pub const QUANTIZE: Source = Source {
 pub const GEMM_Q: Source = Source {
     name: "gemm_q",
     body: include_str!("kernels/gemm_q.cu"),
-    entries: &["gemm_k16", "gemm_k32", "gemm_k32_mins", "gemm_b32"],
+    entries: &[
+        "gemm_k16",
+        "gemm_k32",
+        "gemm_k32_mins",
+        "gemm_b32",
+        "sum_splits",
+    ],
     no_spills: true,
 };
 

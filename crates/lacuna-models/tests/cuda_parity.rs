@@ -43,8 +43,17 @@ fn every_gemm_kernel_matches_its_host_twin() {
         .into_iter()
         .filter(|&t| lacuna_quant::can_quantize(t));
     for ty in types {
-        // Ragged tiles on both sides: n and t not multiples of 64, k of 256 or 32.
-        for (n, k, t) in [(1, 256, 1), (70, 512, 3), (129, 768, 65), (64, 1024, 160)] {
+        // Ragged tiles on both sides: n and t not multiples of 64, k of 256 or 32; the last
+        // three split k (2 splits; 8 of 2 chunks, as a 4096-wide product at 32 tokens is;
+        // 6 splits of 3 chunks over 13, the last split empty).
+        for (n, k, t) in [
+            (1, 256, 1),
+            (70, 512, 3),
+            (129, 768, 65),
+            (64, 1024, 160),
+            (512, 4096, 32),
+            (96, 3328, 7),
+        ] {
             case += 1;
             let w = values(case, n * k);
             let bytes = quantized(ty, n, k, &w);

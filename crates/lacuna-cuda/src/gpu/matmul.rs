@@ -79,8 +79,18 @@ impl Gpu {
                         &[&x.ptr, &(k as i32), &xq, &xd],
                     )?;
                 }
+                // Split k until the product has about 512 blocks (several per
+                // multiprocessor), at least 2 chunks of 256 per split.
+                let chunks = k.div_ceil(256);
+                let blocks = tiles.0 as usize * tiles.1 as usize;
+                let splits = 512usize.div_ceil(blocks).min(chunks / 2).clamp(1, 16);
+                let part = if splits > 1 {
+                    scratch(st, &mut self.part, splits * t * n)?
+                } else {
+                    y.ptr
+                };
                 let st = &self.stream;
-                let args: [&dyn Arg; 12] = [
+                let args: [&dyn Arg; 14] = [
                     &addr(&w.q, st),
                     &addr(&w.sc, st),
                     &addr(&w.mn, st),
@@ -90,11 +100,24 @@ impl Gpu {
                     &xd,
                     &xs,
                     &y.ptr,
+                    &part,
                     &(n as i32),
                     &(k as i32),
                     &(t as i32),
+                    &(splits as i32),
                 ];
-                self.launch(layout.kernel(), tiles, 128, &args)
+                let dims = (tiles.0, tiles.1 * splits as u32);
+                self.launch(layout.kernel(), dims, 128, &args)?;
+                if splits > 1 {
+                    let len = t * n;
+                    self.launch(
+                        "sum_splits",
+                        (grid(len), 1),
+                        256,
+                        &[&part, &(len as u64), &(splits as i32), &y.ptr],
+                    )?;
+                }
+                Ok(())
             }
         }
     }

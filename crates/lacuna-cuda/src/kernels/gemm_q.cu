@@ -12,8 +12,15 @@
 // the second sum on the f16 tensor cores (|mn| <= 63 and |xs| <= 2032 are exact in f16; the
 // f32 accumulator holds the integer sum exactly). A B32 block: y += d*xd * (q . x).
 //
-// Tile: 64 weight rows x 64 tokens per block of 4 warps, each warp 32 x 32 (2 x 4 mma
-// tiles); one 256-element k-chunk staged in shared memory per step.
+// Tile: 64 weight rows x 64 tokens per block of 4 warps (128 threads, always), each warp
+// 32 x 32 (2 x 4 mma tiles); one 256-element k-chunk staged in shared memory per step.
+//
+// Split K: with few tokens a matrix of 4096 rows is only 64 tiles, fewer than the GPU has
+// multiprocessors, and each block walked all of k alone, one dependent chunk load after
+// another (measured on an H200: ~0.2 ms per 4096 x 4096 product at 32 tokens, ~2% of the
+// card's bandwidth). blockIdx.y = token tile * splits + split: each split sums a contiguous
+// run of chunks into part[split][t][n], and sum_splits adds the splits in order (no atomics:
+// the result is deterministic). splits = 1 writes y directly.
 
 #define BM 64
 #define BN 64
@@ -33,14 +40,26 @@ struct Tiles {
 
 // Copies rows [r0, r0 + 64) of a [rows x k] int8 matrix, bytes [k0, k0 + 256), zero past
 // either end (k is a multiple of 32, so 16-byte chunks are wholly in or out).
+// A thread's eight 16-byte loads go in two groups of four, each group issued before its
+// stores so that their latencies overlap (all eight at once spilled in gemm_b32).
 __device__ __forceinline__ void stage(i8* dst, const i8* __restrict__ src, int rows, int k,
                                       int r0, int k0) {
-    for (int c = threadIdx.x; c < 64 * 16; c += blockDim.x) {
-        const int r = c >> 4, col = (c & 15) * 16;
-        int4 v = make_int4(0, 0, 0, 0);
-        if (r0 + r < rows && k0 + col < k)
-            v = *(const int4*)(src + (size_t)(r0 + r) * k + k0 + col);
-        *(int4*)(dst + r * LDS + col) = v;
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        int4 v[4];
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const int c = threadIdx.x + (h * 4 + i) * 128;
+            const int r = c >> 4, col = (c & 15) * 16;
+            v[i] = make_int4(0, 0, 0, 0);
+            if (r0 + r < rows && k0 + col < k)
+                v[i] = *(const int4*)(src + (size_t)(r0 + r) * k + k0 + col);
+        }
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            const int c = threadIdx.x + (h * 4 + i) * 128;
+            *(int4*)(dst + (c >> 4) * LDS + (c & 15) * 16) = v[i];
+        }
     }
 }
 
@@ -52,9 +71,11 @@ __device__ __forceinline__ void gemm_body(const i8* __restrict__ wq, const i8* _
                                           const i8* __restrict__ xq,
                                           const float* __restrict__ xd,
                                           const int* __restrict__ xs, float* __restrict__ y,
-                                          int n, int k, int t) {
+                                          float* __restrict__ part, int n, int k, int t,
+                                          int splits) {
     __shared__ __align__(16) Tiles s;
-    const int r0 = blockIdx.x * BM, c0 = blockIdx.y * BN;
+    const int split = blockIdx.y % splits;
+    const int r0 = blockIdx.x * BM, c0 = (blockIdx.y / splits) * BN;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int g = lane >> 2, tig = lane & 3;
     const int wm = (warp & 1) * 32, wn = (warp >> 1) * 32;
@@ -67,7 +88,9 @@ __device__ __forceinline__ void gemm_body(const i8* __restrict__ wq, const i8* _
                 acc[a][b][e] = 0;
             }
     const int chunks = (k + BK - 1) / BK;
-    for (int kb = 0; kb < chunks; kb++) {
+    const int per = (chunks + splits - 1) / splits;
+    const int kb_end = min(chunks, (split + 1) * per);
+    for (int kb = split * per; kb < kb_end; kb++) {
         const int k0 = kb * BK;
         stage(s.w, wq, n, k, r0, k0);
         stage(s.x, xq, t, k, c0, k0);
@@ -105,7 +128,9 @@ __device__ __forceinline__ void gemm_body(const i8* __restrict__ wq, const i8* _
         }
         __syncthreads();
 
-#pragma unroll
+        // B32 unrolled by 4, not 8: fully unrolled it needs all 255 registers and spilled
+        // once split-k added its few.
+#pragma unroll(KFMT ? BK / SUB : 4)
         for (int sub = 0; sub < BK / SUB; sub++) {
             const int kk = sub * SUB;
             int part[2][4][4];
@@ -184,14 +209,17 @@ __device__ __forceinline__ void gemm_body(const i8* __restrict__ wq, const i8* _
         __syncthreads();
     }
 
-    store_tile(facc, y, n, t, r0 + wm, c0 + wn, g, tig);
+    float* out = splits == 1 ? y : part + (size_t)split * t * n;
+    store_tile(facc, out, n, t, r0 + wm, c0 + wn, g, tig);
 }
 
 #define GEMM_ENTRY(name, SUB, KFMT, MINS)                                                     \
     extern "C" __global__ void __launch_bounds__(128, 1)                                        \
         name(const i8* wq, const i8* wsc, const i8* wmn, const float* wd, const float* wdmin, \
-             const i8* xq, const float* xd, const int* xs, float* y, int n, int k, int t) {  \
-        gemm_body<SUB, KFMT, MINS>(wq, wsc, wmn, wd, wdmin, xq, xd, xs, y, n, k, t);         \
+             const i8* xq, const float* xd, const int* xs, float* y, float* part, int n,     \
+             int k, int t, int splits) {                                                      \
+        gemm_body<SUB, KFMT, MINS>(wq, wsc, wmn, wd, wdmin, xq, xd, xs, y, part, n, k, t,    \
+                                   splits);                                                   \
     }
 
 // Q3_K, Q6_K: scales per 16, no mins.
@@ -202,3 +230,15 @@ GEMM_ENTRY(gemm_k32, 32, true, false)
 GEMM_ENTRY(gemm_k32_mins, 32, true, true)
 // Q8_0, Q4_0, Q5_0, IQ4_NL, MXFP4: one float scale per 32.
 GEMM_ENTRY(gemm_b32, 32, false, false)
+
+// y[i] = part[0][i] + part[1][i] + ... + part[splits - 1][i], in that order, over the len
+// elements of one product's [t][n] output.
+extern "C" __global__ void sum_splits(const float* __restrict__ part, size_t len, int splits,
+                                      float* __restrict__ y) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < len;
+         i += (size_t)gridDim.x * blockDim.x) {
+        float acc = part[i];
+        for (int j = 1; j < splits; j++) acc += part[(size_t)j * len + i];
+        y[i] = acc;
+    }
+}

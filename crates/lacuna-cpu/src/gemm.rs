@@ -79,12 +79,52 @@ pub fn matmul_on(
     y: &mut [f32],
     ws: &mut Workspace,
 ) -> Result<(), Error> {
+    check_len("x", x.len(), t.checked_mul(w.k()))?;
+    check_len("y", y.len(), t.checked_mul(w.n()))?;
+    run(path, x, t, w, Out::new(y.as_mut_ptr(), w.n(), t), ws)
+}
+
+/// [`matmul`] with output row `i` written to `rows[i]` (each `n` long) instead of one
+/// `t x n` matrix, `t = rows.len()`: a batch's LM head writes each canvas's logits into
+/// that canvas's buffer, with no batch-sized copy. The same kernels compute the same bits.
+pub fn matmul_rows(
+    x: &[f32],
+    w: &PackedWeight,
+    rows: &mut [&mut [f32]],
+    ws: &mut Workspace,
+) -> Result<(), Error> {
+    matmul_rows_on(Path::active()?, x, w, rows, ws)
+}
+
+/// [`matmul_rows`] on a chosen instruction path.
+pub fn matmul_rows_on(
+    path: Path,
+    x: &[f32],
+    w: &PackedWeight,
+    rows: &mut [&mut [f32]],
+    ws: &mut Workspace,
+) -> Result<(), Error> {
+    for r in rows.iter() {
+        check_len("row of y", r.len(), Some(w.n()))?;
+    }
+    let table: Vec<*mut f32> = rows.iter_mut().map(|r| r.as_mut_ptr()).collect();
+    run(path, x, table.len(), w, Out::rows(&table, w.n()), ws)
+}
+
+/// The body of [`matmul_on`] and [`matmul_rows_on`]: `out` is checked to hold `t x n`.
+fn run(
+    path: Path,
+    x: &[f32],
+    t: usize,
+    w: &PackedWeight,
+    out: Out,
+    ws: &mut Workspace,
+) -> Result<(), Error> {
     if !path.is_available() {
         return Err(Error::PathUnavailable { path });
     }
     let (n, k) = (w.n(), w.k());
     check_len("x", x.len(), t.checked_mul(k))?;
-    check_len("y", y.len(), t.checked_mul(n))?;
     if t == 0 {
         return Ok(());
     }
@@ -108,7 +148,6 @@ pub fn matmul_on(
     if signed {
         ws.acts.prepare_signed(t, k);
     }
-    let out = Out::new(y.as_mut_ptr(), n, t);
     let acts = &ws.acts;
     match &w.inner {
         Inner::Quant(q) => {

@@ -38,7 +38,7 @@ pub mod peak;
 mod testing;
 
 pub use error::Error;
-pub use gemm::{Workspace, matmul, matmul_on};
+pub use gemm::{Workspace, matmul, matmul_on, matmul_rows, matmul_rows_on};
 pub use ops::{
     AttnShape, Mask, RopeMode, RopeParams, add, add_bias, argmax, attention, attention_rows,
     copy_rows, log_softmax, rms_norm, rope, scatter_scaled, sum_slots, swiglu, top_k, top2,

@@ -208,6 +208,25 @@ pub trait Backend {
         y: &mut [f32],
     ) -> Result<()>;
 
+    /// [`Backend::matmul_to_host`] with output row `i` written to `rows[i]` (each a row of
+    /// `w`'s outputs), `t = rows.len()`: a batch's LM head writes each canvas's logits into
+    /// that canvas's buffer. The default goes through one `t x n` buffer and copies; the CPU
+    /// backend writes the rows in place (no batch-sized buffer held, no copy).
+    fn matmul_to_host_rows(
+        &mut self,
+        x: Self::View<'_>,
+        w: &Self::Weight,
+        rows: &mut [&mut [f32]],
+    ) -> Result<()> {
+        let n = rows.first().map_or(0, |r| r.len());
+        let mut y = vec![0.0; rows.len() * n];
+        self.matmul_to_host(x, rows.len(), w, &mut y)?;
+        for (row, src) in rows.iter_mut().zip(y.chunks_exact(n.max(1))) {
+            row.copy_from_slice(src);
+        }
+        Ok(())
+    }
+
     /// RMSNorm of each `weight`-wide row of `x`, times `weight`, into `out`.
     fn rms_norm(
         &mut self,

@@ -255,6 +255,15 @@ impl Backend for CpuBackend {
         Ok(lacuna_cpu::matmul(x, t, w, y, &mut self.ws)?)
     }
 
+    fn matmul_to_host_rows(
+        &mut self,
+        x: &[f32],
+        w: &PackedWeight,
+        rows: &mut [&mut [f32]],
+    ) -> Result<()> {
+        Ok(lacuna_cpu::matmul_rows(x, w, rows, &mut self.ws)?)
+    }
+
     fn matmul_to_host(
         &mut self,
         x: &[f32],

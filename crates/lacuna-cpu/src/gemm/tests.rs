@@ -87,6 +87,50 @@ proptest! {
         }
     }
 
+    /// `matmul_rows` writes each row to its own buffer (here in a shuffled order, as a
+    /// batch's canvases lie in memory) exactly the bits `matmul` writes to that row, for
+    /// every layout (repacked, compact over few and many tokens, float) on every path.
+    #[test]
+    fn scattered_rows_equal_the_matrix((t, n, kb, seed, scale) in shape(), many in any::<bool>()) {
+        let mut rng = Rng(seed | 1);
+        // The compact layout decodes panels from 128 tokens on: run that side too.
+        let t = if many { t + PANEL_TOKENS } else { t };
+        for ty in quant_types().chain(FLOAT) {
+            let k = kb * if ty.block_size() == 256 { 256 } else { 64 };
+            let bytes = weights(ty, n, k, &mut rng, scale);
+            let mut forms = vec![PackedWeight::new(ty, n, k, &bytes).unwrap()];
+            if let Ok(c) = PackedWeight::compact(ty, n, k, &bytes) {
+                forms.push(c);
+            }
+            let x = acts(t, k, &mut rng, scale);
+            for w in &forms {
+                for path in Path::available() {
+                    let want = run(path, w, &x, t);
+                    // Row i goes to buffer order[i]; the buffers are one allocation each.
+                    let mut order: Vec<usize> = (0..t).collect();
+                    for i in (1..t).rev() {
+                        order.swap(i, rng.next() as usize % (i + 1));
+                    }
+                    let mut bufs = vec![vec![f32::NAN; n]; t];
+                    {
+                        let mut slots: Vec<Option<&mut [f32]>> =
+                            bufs.iter_mut().map(|b| Some(b.as_mut_slice())).collect();
+                        let mut rows: Vec<&mut [f32]> =
+                            order.iter().map(|&o| slots[o].take().unwrap()).collect();
+                        matmul_rows_on(path, &x, w, &mut rows, &mut Workspace::new()).unwrap();
+                    }
+                    for (i, &o) in order.iter().enumerate() {
+                        let same = bufs[o]
+                            .iter()
+                            .zip(&want[i * n..(i + 1) * n])
+                            .all(|(a, b)| a.to_bits() == b.to_bits());
+                        prop_assert!(same, "{ty} compact={} on {path}: row {i} of t={t} n={n} k={k}", w.is_compact());
+                    }
+                }
+            }
+        }
+    }
+
     /// The scalar path matches ggml's scalar vec_dot within the documented f32 bound.
     #[test]
     fn quant_matches_ggml_reference((t, n, kb, seed, scale) in shape()) {
@@ -279,6 +323,23 @@ fn bad_lengths_are_errors() {
     assert_eq!(
         matmul_on(Path::Scalar, &[], 0, &w, &mut [], &mut ws),
         Ok(())
+    );
+    let (mut a, mut b, mut c) = ([0.0; 2], [0.0; 3], [0.0; 2]);
+    assert_eq!(
+        matmul_rows_on(Path::Scalar, &[0.0; 6], &w, &mut [&mut a, &mut b], &mut ws),
+        Err(Error::BadLength {
+            what: "row of y",
+            expected: 2,
+            found: 3
+        })
+    );
+    assert_eq!(
+        matmul_rows_on(Path::Scalar, &[0.0; 5], &w, &mut [&mut a, &mut c], &mut ws),
+        Err(Error::BadLength {
+            what: "x",
+            expected: 6,
+            found: 5
+        })
     );
 }
 

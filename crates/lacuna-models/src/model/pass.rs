@@ -25,8 +25,6 @@ pub(crate) struct Scratch<B: Backend> {
     act: B::Buf,
     rows: B::Buf,
     moe: moe::MoeScratch<B>,
-    /// A batch's logits before they are split between its passes.
-    host: Vec<f32>,
     /// A batch's selected rows, as indices into its concatenated windows.
     sel: Vec<usize>,
 }
@@ -46,7 +44,6 @@ impl<B: Backend> Default for Scratch<B> {
             act: B::Buf::default(),
             rows: B::Buf::default(),
             moe: moe::MoeScratch::default(),
-            host: Vec::new(),
             sel: Vec::new(),
         }
     }
@@ -342,31 +339,31 @@ impl<B: Backend> Graph<'_, B> {
         tm.mark(be, Part::Other)?;
         let lm_w = &self.weights.output;
         tm.matmul(t, &lm_w.cost);
-        // One pass writes its logits in place; a batch's go through one buffer.
-        let single = outs.len() == 1;
-        if !single {
-            s.host.resize(t * lm_w.n, 0.0);
+        // Every row goes straight into its canvas's buffer: one product for the whole
+        // batch (the head's weights read once), with no batch-sized buffer or copy.
+        let xn = B::view(&s.xn, 0..n);
+        if let [out] = outs {
+            be.matmul_to_host(xn, t, &lm_w.w, out)?;
+        } else {
+            let mut rows: Vec<&mut [f32]> = segs
+                .iter()
+                .zip(outs.iter_mut())
+                .flat_map(|(seg, o)| o[..seg.out_rows() * lm_w.n].chunks_exact_mut(lm_w.n))
+                .collect();
+            be.matmul_to_host_rows(xn, &lm_w.w, &mut rows)?;
         }
-        let logits: &mut [f32] = if single { &mut *outs[0] } else { &mut s.host };
-        be.matmul_to_host(B::view(&s.xn, 0..n), t, &lm_w.w, logits)?;
         tm.mark(be, Part::LmHead)?;
         if let Some(b) = &lm_w.b {
             // No supported architecture's LM head has a bias; added on the host if one does.
             let b = be.vector_to_host(b)?;
-            for row in logits.chunks_exact_mut(lm_w.n) {
-                for (o, &v) in row.iter_mut().zip(&b) {
-                    *o += v;
+            for out in outs.iter_mut() {
+                for row in out.chunks_exact_mut(lm_w.n) {
+                    for (o, &v) in row.iter_mut().zip(&b) {
+                        *o += v;
+                    }
                 }
             }
             tm.mark(be, Part::Other)?;
-        }
-        if !single {
-            let mut at = 0;
-            for (seg, out) in segs.iter().zip(outs.iter_mut()) {
-                let len = seg.out_rows() * lm_w.n;
-                out.copy_from_slice(&s.host[at..at + len]);
-                at += len;
-            }
         }
         Ok(())
     }

@@ -211,10 +211,8 @@ fn batch_items() -> Vec<BatchItem> {
     ]
 }
 
-fn gpu_cache(
-    model: &mut Model<CudaBackend>,
-    item: &BatchItem,
-) -> KvCache<<CudaBackend as Backend>::Buf> {
+/// The cache `item`'s pass starts from: empty, or filled from its stale canvas.
+fn start_cache<B: Backend>(model: &mut Model<B>, item: &BatchItem) -> KvCache<B::Buf> {
     let mut cache = KvCache::new();
     if let Some(stale) = &item.stale {
         let mut out = vec![0.0; model.vocab_size()];
@@ -229,6 +227,41 @@ fn gpu_cache(
             .unwrap();
     }
     cache
+}
+
+/// Every item's pass alone (`batch = false`) or all of them as one `forward_batch`: the
+/// logits of each item's rows.
+fn run_items<B: Backend>(model: &mut Model<B>, items: &[BatchItem], batch: bool) -> Vec<Vec<f32>> {
+    let v = model.vocab_size();
+    let mut caches: Vec<_> = items.iter().map(|it| start_cache(model, it)).collect();
+    let mut outs: Vec<Vec<f32>> = items
+        .iter()
+        .map(|it| vec![f32::NAN; it.rows.len() * v])
+        .collect();
+    if !batch {
+        for ((it, cache), out) in items.iter().zip(&mut caches).zip(&mut outs) {
+            model
+                .forward_pass(cache, PassSpec::new(&it.pass), &it.tokens, &it.rows, out)
+                .unwrap();
+        }
+        return outs;
+    }
+    let mut passes: Vec<BatchPass<'_, B::Buf>> = items
+        .iter()
+        .zip(caches.iter_mut().zip(outs.iter_mut()))
+        .map(|(it, (cache, out))| BatchPass {
+            cache: Some(cache),
+            spec: PassSpec::new(&it.pass),
+            tokens: &it.tokens,
+            rows: Some(&it.rows),
+            out,
+        })
+        .collect();
+    for r in model.forward_batch(&mut passes).unwrap() {
+        r.unwrap();
+    }
+    drop(passes);
+    outs
 }
 
 /// `Model::forward_batch` on the GPU: several canvases' passes (full, fill, windows over
@@ -251,78 +284,10 @@ fn batched_passes_match_each_pass_alone_on_the_gpu() {
         let mut cpu = Model::load(GgufFile::from_vec(bytes).unwrap(), CpuBackend::new()).unwrap();
         let v = gpu.vocab_size();
         let items = batch_items();
-        let mut solo = Vec::new();
-        for it in &items {
-            let mut cache = gpu_cache(&mut gpu, it);
-            let mut out = vec![f32::NAN; it.rows.len() * v];
-            gpu.forward_pass(
-                &mut cache,
-                PassSpec::new(&it.pass),
-                &it.tokens,
-                &it.rows,
-                &mut out,
-            )
-            .unwrap();
-            solo.push(out);
-        }
-        let mut caches: Vec<_> = items.iter().map(|it| gpu_cache(&mut gpu, it)).collect();
-        let mut outs: Vec<Vec<f32>> = items
-            .iter()
-            .map(|it| vec![f32::NAN; it.rows.len() * v])
-            .collect();
-        let mut batch: Vec<BatchPass<'_, _>> = items
-            .iter()
-            .zip(caches.iter_mut().zip(outs.iter_mut()))
-            .map(|(it, (cache, out))| BatchPass {
-                cache: Some(cache),
-                spec: PassSpec::new(&it.pass),
-                tokens: &it.tokens,
-                rows: Some(&it.rows),
-                out,
-            })
-            .collect();
-        for r in gpu.forward_batch(&mut batch).unwrap() {
-            r.unwrap();
-        }
-        drop(batch);
+        let solo = run_items(&mut gpu, &items, false);
+        let outs = run_items(&mut gpu, &items, true);
         // The CPU backend's batch, for the cross-backend bound.
-        let mut cpu_caches: Vec<KvCache> = items
-            .iter()
-            .map(|it| {
-                let mut cache = KvCache::new();
-                if let Some(stale) = &it.stale {
-                    let mut out = vec![0.0; v];
-                    cpu.forward_pass(
-                        &mut cache,
-                        PassSpec::new(&Pass::Fill),
-                        stale,
-                        &[0],
-                        &mut out,
-                    )
-                    .unwrap();
-                }
-                cache
-            })
-            .collect();
-        let mut cpu_outs: Vec<Vec<f32>> = items
-            .iter()
-            .map(|it| vec![f32::NAN; it.rows.len() * v])
-            .collect();
-        let mut cpu_batch: Vec<BatchPass<'_, Vec<f32>>> = items
-            .iter()
-            .zip(cpu_caches.iter_mut().zip(cpu_outs.iter_mut()))
-            .map(|(it, (cache, out))| BatchPass {
-                cache: Some(cache),
-                spec: PassSpec::new(&it.pass),
-                tokens: &it.tokens,
-                rows: Some(&it.rows),
-                out,
-            })
-            .collect();
-        for r in cpu.forward_batch(&mut cpu_batch).unwrap() {
-            r.unwrap();
-        }
-        drop(cpu_batch);
+        let cpu_outs = run_items(&mut cpu, &items, true);
         for (i, it) in items.iter().enumerate() {
             let identical = outs[i]
                 .iter()

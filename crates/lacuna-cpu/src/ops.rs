@@ -8,6 +8,7 @@
 
 mod attention;
 mod exp;
+mod gelu;
 mod norm;
 mod rope;
 mod rows;
@@ -15,8 +16,9 @@ mod softmax;
 
 pub(crate) use attention::AttnBuffers;
 pub use attention::{AttnShape, Mask, attention, attention_rows};
+pub use gelu::{geglu, gelu_tanh, scale};
 pub use norm::{rms_norm, swiglu};
-pub use rope::{RopeMode, RopeParams, rope};
+pub use rope::{RopeMode, RopeParams, rope, rope_with_factors};
 pub use rows::{add, add_bias, copy_rows, scatter_scaled, sum_slots};
 pub(crate) use softmax::softmax;
 pub use softmax::{argmax, log_softmax, top_k, top2};

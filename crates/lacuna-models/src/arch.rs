@@ -19,6 +19,11 @@ pub enum Arch {
     /// norms, partial NeoX RoPE, sigmoid-routed experts with selection bias and group-limited
     /// top-k, a shared expert, leading dense layers), attention block-causal.
     Llada2,
+    /// `diffusion-gemma`: Google's DiffusionGemma (26B-A4B), the Gemma 4 backbone as a causal
+    /// encoder of the prompt and a bidirectional decoder of a 256-token canvas over its K/V
+    /// (sliding-window and global layers, a dense MLP beside 128 experts, self-conditioning),
+    /// denoising from uniform noise rather than masks.
+    DiffusionGemma,
 }
 
 /// How RoPE pairs the elements of a head (ggml's rope modes).
@@ -32,7 +37,18 @@ pub enum RopeStyle {
 
 impl Arch {
     /// Every supported architecture.
-    pub const ALL: [Arch; 5] = [
+    pub const ALL: [Arch; 6] = [
+        Arch::Llada,
+        Arch::Dream,
+        Arch::LladaMoe,
+        Arch::Rnd1,
+        Arch::Llada2,
+        Arch::DiffusionGemma,
+    ];
+
+    /// The masked-diffusion architectures (every one but DiffusionGemma): the ones the
+    /// samplers' cached, windowed and block-causal passes apply to.
+    pub const MASKED: [Arch; 5] = [
         Arch::Llada,
         Arch::Dream,
         Arch::LladaMoe,
@@ -63,6 +79,7 @@ impl Arch {
             Arch::LladaMoe => "llada-moe",
             Arch::Rnd1 => "rnd1",
             Arch::Llada2 => "llada2",
+            Arch::DiffusionGemma => "diffusion-gemma",
         }
     }
 
@@ -70,18 +87,26 @@ impl Arch {
     pub const fn rope_style(self) -> RopeStyle {
         match self {
             Arch::Llada => RopeStyle::Normal,
-            Arch::Dream | Arch::LladaMoe | Arch::Rnd1 | Arch::Llada2 => RopeStyle::Neox,
+            Arch::Dream | Arch::LladaMoe | Arch::Rnd1 | Arch::Llada2 | Arch::DiffusionGemma => {
+                RopeStyle::Neox
+            }
         }
     }
 
     /// Whether the feed-forward block is a mixture of experts.
     pub const fn is_moe(self) -> bool {
-        matches!(self, Arch::LladaMoe | Arch::Rnd1 | Arch::Llada2)
+        matches!(
+            self,
+            Arch::LladaMoe | Arch::Rnd1 | Arch::Llada2 | Arch::DiffusionGemma
+        )
     }
 
     /// Whether the attention has per-head RMS norms on Q and K (`attn_q_norm`, `attn_k_norm`).
     pub const fn has_qk_norm(self) -> bool {
-        matches!(self, Arch::LladaMoe | Arch::Rnd1 | Arch::Llada2)
+        matches!(
+            self,
+            Arch::LladaMoe | Arch::Rnd1 | Arch::Llada2 | Arch::DiffusionGemma
+        )
     }
 
     /// Whether the official sampler decodes in blocks (LLaDA, LLaDA-MoE, LLaDA2); Dream's and
@@ -106,6 +131,13 @@ impl Arch {
     /// llama.cpp support shifts, as `llama-diffusion-cli` assumes for it).
     pub const fn default_shift_logits(self) -> bool {
         matches!(self, Arch::Dream | Arch::Rnd1)
+    }
+
+    /// Whether the model is an encoder-decoder over uniform noise (DiffusionGemma): it has
+    /// no mask token to fill and its own sampler; the masked-diffusion samplers, caches and
+    /// infilling do not apply.
+    pub const fn uniform_state(self) -> bool {
+        matches!(self, Arch::DiffusionGemma)
     }
 }
 

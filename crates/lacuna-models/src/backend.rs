@@ -271,6 +271,56 @@ pub trait Backend {
         out: Self::ViewMut<'_>,
     ) -> Result<()>;
 
+    /// `out = gelu_tanh(gate) * up`, element-wise (Gemma's feed-forward blocks). The default
+    /// refuses: a backend without it cannot run `diffusion-gemma` (its `check_config` says so
+    /// at load).
+    fn geglu(
+        &mut self,
+        gate: Self::View<'_>,
+        up: Self::View<'_>,
+        out: Self::ViewMut<'_>,
+    ) -> Result<()> {
+        let _ = (gate, up, out);
+        Err(self.missing_op("geglu"))
+    }
+
+    /// `x *= s`, element-wise (Gemma's per-layer output scalar). The default refuses.
+    fn scale(&mut self, x: Self::ViewMut<'_>, s: f32) -> Result<()> {
+        let _ = (x, s);
+        Err(self.missing_op("scale"))
+    }
+
+    /// [`Backend::rope`] with ggml's frequency factors (`params.n_rot / 2` of them, on the
+    /// host): each pair's angle divided by its factor; an infinite factor leaves the pair
+    /// unrotated (Gemma 4's proportional RoPE). The default refuses.
+    fn rope_factors(
+        &mut self,
+        x: Self::ViewMut<'_>,
+        t: usize,
+        pos0: usize,
+        head_dim: usize,
+        params: RopeParams,
+        factors: &[f32],
+    ) -> Result<()> {
+        let _ = (x, t, pos0, head_dim, params, factors);
+        Err(self.missing_op("rope with frequency factors"))
+    }
+
+    /// Copies host values into `out` (a self-conditioning step's probabilities). The default
+    /// refuses.
+    fn upload(&mut self, host: &[f32], out: Self::ViewMut<'_>) -> Result<()> {
+        let _ = (host, out);
+        Err(self.missing_op("upload"))
+    }
+
+    /// The error of an operation this backend does not have.
+    fn missing_op(&self, op: &'static str) -> crate::Error {
+        crate::Error::MissingOp {
+            backend: self.name(),
+            op,
+        }
+    }
+
     /// `x += y`, element-wise.
     fn add(&mut self, x: Self::ViewMut<'_>, y: Self::View<'_>) -> Result<()>;
 

@@ -7,6 +7,10 @@ use lacuna_gguf::Metadata;
 
 use crate::{Arch, Error, Result};
 
+mod gemma;
+
+pub use gemma::{EbDefaults, GemmaConfig, GemmaLayerShape};
+
 /// How router logits become expert weights (`{arch}.expert_gating_func`, llama.cpp's
 /// `llama_expert_gating_func_type`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,6 +89,9 @@ pub struct Config {
     pub shift_logits: bool,
     /// Expert layout, for MoE architectures.
     pub moe: Option<MoeConfig>,
+    /// What `diffusion-gemma` adds (per-layer shapes, sliding window, the canvas), for that
+    /// architecture only.
+    pub gemma: Option<Box<GemmaConfig>>,
 }
 
 fn key(arch: Arch, suffix: &str) -> String {
@@ -130,6 +137,9 @@ impl Config {
     /// Reads the hyperparameters of the architecture `general.architecture` names.
     pub fn from_metadata(md: &Metadata) -> Result<Config> {
         let arch = Arch::from_name(md.get_str("general.architecture")?)?;
+        if arch == Arch::DiffusionGemma {
+            return gemma::read(md);
+        }
         let k = |s: &str| key(arch, s);
         let n_layer = positive(md, &k("block_count"))?;
         let n_embd = positive(md, &k("embedding_length"))?;
@@ -321,6 +331,7 @@ impl Config {
             mask_token_id,
             shift_logits,
             moe,
+            gemma: None,
         })
     }
 
@@ -342,6 +353,7 @@ fn mask_by_text(md: &Metadata, arch: Arch) -> Option<u32> {
     let text = match arch {
         Arch::Llada => "<|mdm_mask|>",
         Arch::Dream | Arch::LladaMoe | Arch::Rnd1 | Arch::Llada2 => "<|mask|>",
+        Arch::DiffusionGemma => "<mask>",
     };
     match md.value("tokenizer.ggml.tokens")? {
         lacuna_gguf::Value::Array(lacuna_gguf::Array::String(tokens)) => {

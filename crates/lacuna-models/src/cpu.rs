@@ -286,16 +286,7 @@ impl Backend for CpuBackend {
         head_dim: usize,
         params: RopeParams,
     ) -> Result<()> {
-        let mode = match params.style {
-            RopeStyle::Normal => RopeMode::Normal,
-            RopeStyle::Neox => RopeMode::Neox,
-        };
-        let params = lacuna_cpu::RopeParams {
-            mode,
-            n_rot: params.n_rot,
-            freq_base: params.freq_base,
-            freq_scale: params.freq_scale,
-        };
+        let params = cpu_rope(params);
         Ok(lacuna_cpu::rope(x, t, pos0, head_dim, params)?)
     }
 
@@ -334,6 +325,43 @@ impl Backend for CpuBackend {
 
     fn swiglu(&mut self, gate: &[f32], up: &[f32], out: &mut [f32]) -> Result<()> {
         Ok(lacuna_cpu::swiglu(gate, up, out)?)
+    }
+
+    fn geglu(&mut self, gate: &[f32], up: &[f32], out: &mut [f32]) -> Result<()> {
+        Ok(lacuna_cpu::geglu(gate, up, out)?)
+    }
+
+    fn upload(&mut self, host: &[f32], out: &mut [f32]) -> Result<()> {
+        if host.len() != out.len() {
+            return Err(lacuna_cpu::Error::BadLength {
+                what: "upload",
+                expected: out.len(),
+                found: host.len(),
+            }
+            .into());
+        }
+        out.copy_from_slice(host);
+        Ok(())
+    }
+
+    fn scale(&mut self, x: &mut [f32], s: f32) -> Result<()> {
+        lacuna_cpu::scale(x, s);
+        Ok(())
+    }
+
+    fn rope_factors(
+        &mut self,
+        x: &mut [f32],
+        t: usize,
+        pos0: usize,
+        head_dim: usize,
+        params: RopeParams,
+        factors: &[f32],
+    ) -> Result<()> {
+        let params = cpu_rope(params);
+        Ok(lacuna_cpu::rope_with_factors(
+            x, t, pos0, head_dim, params, factors,
+        )?)
     }
 
     fn add(&mut self, x: &mut [f32], y: &[f32]) -> Result<()> {
@@ -380,4 +408,17 @@ fn mem_available() -> Option<u64> {
     let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib * 1024)
+}
+
+/// The CPU kernel's RoPE parameters.
+fn cpu_rope(params: RopeParams) -> lacuna_cpu::RopeParams {
+    lacuna_cpu::RopeParams {
+        mode: match params.style {
+            RopeStyle::Normal => RopeMode::Normal,
+            RopeStyle::Neox => RopeMode::Neox,
+        },
+        n_rot: params.n_rot,
+        freq_base: params.freq_base,
+        freq_scale: params.freq_scale,
+    }
 }

@@ -131,6 +131,40 @@ pub enum Error {
         /// What the backend takes, for the message.
         supported: &'static str,
     },
+    /// A `diffusion-gemma` operation on a masked-diffusion model.
+    #[error("{arch} is a masked-diffusion model: the encoder/decoder passes are diffusion-gemma's")]
+    NotUniformState {
+        /// The model's architecture.
+        arch: crate::Arch,
+    },
+    /// A masked-diffusion pass (cached, windowed, block-causal) on `diffusion-gemma`, which
+    /// runs through its encoder and decoder instead.
+    #[error(
+        "{arch} runs a prompt through its encoder and a canvas through its decoder; cached and \
+         windowed masked-diffusion passes do not apply to it"
+    )]
+    NotMaskedDiffusion {
+        /// The model's architecture.
+        arch: crate::Arch,
+    },
+    /// A tensor's values are unusable (a non-finite scale, a non-positive factor).
+    #[error("tensor {name}: {detail}")]
+    BadTensor {
+        /// The tensor.
+        name: String,
+        /// What is wrong.
+        detail: String,
+    },
+    /// The backend lacks an operation the model's graph needs.
+    #[error(
+        "the {backend} backend cannot run this model: it has no {op} operation yet (use the CPU)"
+    )]
+    MissingOp {
+        /// The backend's name ([`crate::Backend::name`]).
+        backend: String,
+        /// The operation.
+        op: &'static str,
+    },
     /// A CPU kernel rejected its arguments.
     #[error("CPU kernel: {0}")]
     Cpu(#[from] lacuna_cpu::Error),

@@ -13,6 +13,7 @@ use lacuna_gguf::{GgmlType, GgufWriter};
 
 use crate::{Arch, Error, Result};
 
+mod gemma;
 mod vocab;
 
 /// Tensor sizes of a fixture.
@@ -115,11 +116,16 @@ pub enum Shape {
     /// RND1-30B per-layer shapes (Qwen3-30B-A3B): d=2048, 32/4 heads of 128, 128 experts of
     /// 768 (8 used), vocab 151936.
     Rnd1_30b,
+    /// DiffusionGemma 26B-A4B per-layer shapes (Gemma 4): d=2816, 16 heads of 256 over 8
+    /// KV heads on sliding layers (window 1024) and of 512 over 2 on global ones (every
+    /// sixth, and the last), dense FFN 2112 beside 128 experts of 704 (8 used), vocab
+    /// 262144, canvas 256.
+    DiffusionGemma26b,
 }
 
 impl Shape {
     /// The preset named `name` (`tiny`, `llada-8b`, `dream-7b`, `llada-moe-7b`,
-    /// `llada2-mini`, `rnd1-30b`).
+    /// `llada2-mini`, `rnd1-30b`, `diffusiongemma-26b-a4b`).
     pub fn from_name(name: &str) -> Option<Shape> {
         match name {
             "tiny" => Some(Shape::Tiny),
@@ -128,6 +134,7 @@ impl Shape {
             "llada-moe-7b" => Some(Shape::LladaMoe7b),
             "llada2-mini" => Some(Shape::Llada2Mini),
             "rnd1-30b" => Some(Shape::Rnd1_30b),
+            "diffusiongemma-26b-a4b" => Some(Shape::DiffusionGemma26b),
             _ => None,
         }
     }
@@ -247,6 +254,22 @@ impl FixtureSpec {
                 n_group_used: 2,
                 ..llada2(256, 4, 2, 64, 512, 512)
             },
+            // Sliding layers' heads; the global layers' are twice as wide over a quarter of
+            // the KV heads (fixture::gemma).
+            (Arch::DiffusionGemma, Shape::Tiny) => Dims {
+                n_expert: 8,
+                n_expert_used: 2,
+                n_ff_exp: 256,
+                head_dim: 64,
+                ..dense(256, 4, 2, 512, 512)
+            },
+            (Arch::DiffusionGemma, _) | (_, Shape::DiffusionGemma26b) => Dims {
+                n_expert: 128,
+                n_expert_used: 8,
+                n_ff_exp: 704,
+                head_dim: 256,
+                ..dense(2816, 16, 8, 2112, 262_144)
+            },
             (Arch::Llada2, _) | (_, Shape::Llada2Mini) => Dims {
                 n_expert: 256,
                 n_expert_used: 8,
@@ -292,6 +315,9 @@ impl FixtureSpec {
             Arch::Dream => 151_666,
             Arch::LladaMoe | Arch::Llada2 => 156_895,
             Arch::Rnd1 => 151_669,
+            // DiffusionGemma's `<mask>` is id 4, a byte of the fixture vocabulary: the last
+            // token stands in (the model never reads it).
+            Arch::DiffusionGemma => usize::MAX,
         };
         if real < self.dims.n_vocab {
             real as u32
@@ -404,6 +430,9 @@ fn vector(rng: &mut Rng, n: usize, mean: f32, sigma: f32) -> Vec<u8> {
 
 /// Builds the fixture `spec` describes, ready to write.
 pub fn build(spec: &FixtureSpec) -> Result<GgufWriter> {
+    if spec.arch == Arch::DiffusionGemma {
+        return gemma::build(spec);
+    }
     let d = spec.dims;
     if d.n_embd % 256 != 0 || d.n_head == 0 || d.n_head_kv == 0 || d.n_head % d.n_head_kv != 0 {
         return Err(Error::Fixture(
@@ -450,6 +479,7 @@ pub fn build(spec: &FixtureSpec) -> Result<GgufWriter> {
         Arch::LladaMoe => (50_000.0, 1e-5),
         Arch::Rnd1 => (1_000_000.0, 1e-6),
         Arch::Llada2 => (600_000.0, 1e-6),
+        Arch::DiffusionGemma => unreachable!("built by fixture::gemma"),
     };
     w.add_metadata(&key("rope.freq_base"), base)?;
     w.add_metadata(&key("attention.layer_norm_rms_epsilon"), eps)?;

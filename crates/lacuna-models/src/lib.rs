@@ -34,7 +34,7 @@ mod weights;
 
 pub use arch::{Arch, RopeStyle};
 pub use backend::{Backend, WeightPlan};
-pub use config::{Config, Gating, MoeConfig};
+pub use config::{Config, EbDefaults, Gating, GemmaConfig, GemmaLayerShape, MoeConfig};
 pub use cpu::{CpuBackend, WeightLayout};
 pub use cuda::CudaBackend;
 pub use device::{AnyModel, Device};

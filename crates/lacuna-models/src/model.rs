@@ -13,6 +13,7 @@ use crate::weights::{Loader, Weights};
 use crate::{Arch, Config, Error, Result};
 
 mod cache;
+mod gemma;
 mod moe;
 mod pass;
 mod timer;
@@ -40,6 +41,8 @@ pub struct Model<B: Backend = CpuBackend> {
     profiling: bool,
     /// See [`Model::weight_bytes`].
     weight_bytes: usize,
+    /// `diffusion-gemma`'s activation buffers.
+    gemma_scratch: gemma::GemmaScratch<B>,
 }
 
 impl<B: Backend> std::fmt::Debug for Model<B> {
@@ -116,6 +119,7 @@ impl<B: Backend> Model<B> {
             times: PartTimes::default(),
             profiling: false,
             weight_bytes,
+            gemma_scratch: gemma::GemmaScratch::default(),
         })
     }
 
@@ -183,6 +187,159 @@ impl<B: Backend> Model<B> {
     /// Whether row `i - 1` predicts token `i` (Dream).
     pub fn shift_logits(&self) -> bool {
         self.config.shift_logits
+    }
+
+    /// Tokens per canvas of a `diffusion-gemma` model (`diffusion.canvas_length`); `None`
+    /// for the masked-diffusion architectures.
+    pub fn canvas_length(&self) -> Option<usize> {
+        self.config.gemma.as_ref().map(|g| g.canvas_length)
+    }
+
+    /// Whether a `diffusion-gemma` file carries the self-conditioning block (without it
+    /// every step runs as the first one does).
+    pub fn has_self_conditioning(&self) -> bool {
+        self.weights
+            .gemma
+            .as_ref()
+            .is_some_and(|g| g.self_cond.is_some())
+    }
+
+    /// `diffusion-gemma`'s encoder: runs `tokens` causally at the positions after `cache`'s,
+    /// writes their keys and values into it (the prompt, then each committed canvas: the
+    /// "commit" pass), and, when `out` is given, the encoder's logits of those rows into it
+    /// (`tokens.len() x vocab_size()`; only a check of the graph: generation reads none).
+    pub fn gemma_encode(
+        &mut self,
+        cache: &mut KvCache<B::Buf>,
+        tokens: &[u32],
+        out: Option<&mut [f32]>,
+    ) -> Result<()> {
+        self.gemma_check(tokens, cache.len, out.as_deref().map(<[f32]>::len))?;
+        let t = tokens.len();
+        let done = self.gemma_run(tokens, |graph| {
+            graph.layers(gemma::Mode::Encode, cache, t)?;
+            match out {
+                Some(out) => graph.head(t, out),
+                None => Ok(()),
+            }
+        });
+        if done.is_err() {
+            // A failed pass leaves the cache's layers half written.
+            cache.len = 0;
+        }
+        done
+    }
+
+    /// `diffusion-gemma`'s decoder: the logits of `canvas` (`canvas.len() x vocab_size()`
+    /// into `out`), attending bidirectionally over itself and the positions `cache` holds,
+    /// which it does not change. `self_cond` is the previous step's processed logits (the
+    /// same shape; Hugging Face passes them after the temperature): the self-conditioning
+    /// signal; `None` on a canvas's first step (or for a file without the block, where it is
+    /// ignored).
+    pub fn gemma_decode(
+        &mut self,
+        cache: &mut KvCache<B::Buf>,
+        canvas: &[u32],
+        self_cond: Option<&[f32]>,
+        out: &mut [f32],
+    ) -> Result<()> {
+        self.gemma_check(canvas, cache.len, Some(out.len()))?;
+        if let Some(sc) = self_cond {
+            let expected = canvas.len() * self.config.n_vocab;
+            if sc.len() != expected {
+                return Err(Error::OutputLength {
+                    expected,
+                    found: sc.len(),
+                });
+            }
+        }
+        let t = canvas.len();
+        self.gemma_run(canvas, |graph| {
+            graph.condition(t, self_cond)?;
+            graph.layers(gemma::Mode::Decode, cache, t)?;
+            graph.head(t, out)
+        })
+    }
+
+    fn gemma_check(&self, tokens: &[u32], cached: usize, out: Option<usize>) -> Result<()> {
+        if self.config.gemma.is_none() {
+            return Err(Error::NotUniformState {
+                arch: self.config.arch,
+            });
+        }
+        let t = tokens.len();
+        if t == 0 || cached + t > self.config.n_ctx {
+            return Err(Error::CanvasLength {
+                len: cached + t,
+                max: self.config.n_ctx,
+            });
+        }
+        for (position, &token) in tokens.iter().enumerate() {
+            if token as usize >= self.config.n_vocab {
+                return Err(Error::TokenOutOfRange {
+                    token,
+                    position,
+                    vocab: self.config.n_vocab,
+                });
+            }
+        }
+        match out {
+            Some(found) if found != t * self.config.n_vocab => Err(Error::OutputLength {
+                expected: t * self.config.n_vocab,
+                found,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Embeds `tokens` and hands the pass's graph to `f`; the part times are kept.
+    fn gemma_run(
+        &mut self,
+        tokens: &[u32],
+        f: impl FnOnce(&mut gemma::GemmaGraph<'_, B>) -> Result<()>,
+    ) -> Result<()> {
+        let (Some(g), Some(gw)) = (&self.config.gemma, &self.weights.gemma) else {
+            return Err(Error::NotUniformState {
+                arch: self.config.arch,
+            });
+        };
+        let timer = Timer::new(&mut self.backend, self.profiling)?;
+        let mut graph = gemma::GemmaGraph {
+            cfg: &self.config,
+            g,
+            w: &self.weights,
+            gw,
+            be: &mut self.backend,
+            s: &mut self.gemma_scratch,
+            timer,
+        };
+        let done = graph
+            .embed(&self.embd_table, self.file.info_data(&self.embd), tokens)
+            .and_then(|()| f(&mut graph));
+        graph.timer.finish(&mut self.times);
+        done
+    }
+
+    /// llama.cpp #24423's unified pass of a `diffusion-gemma` model over `tokens`: the last
+    /// `canvas_length` tokens (all of them when there are no more) are the canvas, decoded
+    /// without self-conditioning over the encoder's keys and values of the tokens before
+    /// them; the prompt rows get the encoder's logits. Every row's logits into `out`.
+    fn gemma_unified(&mut self, tokens: &[u32], out: &mut [f32]) -> Result<()> {
+        let c = self.canvas_length().unwrap_or(tokens.len());
+        let p = tokens.len().saturating_sub(c);
+        let nv = self.config.n_vocab;
+        if out.len() != tokens.len() * nv {
+            return Err(Error::OutputLength {
+                expected: tokens.len() * nv,
+                found: out.len(),
+            });
+        }
+        let mut cache = KvCache::new();
+        let (prompt_out, canvas_out) = out.split_at_mut(p * nv);
+        if p > 0 {
+            self.gemma_encode(&mut cache, &tokens[..p], Some(prompt_out))?;
+        }
+        self.gemma_decode(&mut cache, &tokens[p..], None, canvas_out)
     }
 
     /// The backend.
@@ -413,6 +570,9 @@ impl<B: Backend> Model<B> {
         &mut self,
         passes: &mut [BatchPass<'_, B::Buf>],
     ) -> Result<Vec<Result<()>>> {
+        if self.config.gemma.is_some() {
+            return Ok(passes.iter_mut().map(|p| self.gemma_pass(p)).collect());
+        }
         let mut results = Vec::with_capacity(passes.len());
         let mut planned = Vec::with_capacity(passes.len());
         for p in passes.iter() {
@@ -496,6 +656,31 @@ impl<B: Backend> Model<B> {
             }
         }
         Ok(results)
+    }
+}
+
+impl<B: Backend> Model<B> {
+    /// A [`Pass::Full`] of a `diffusion-gemma` model: the unified pass, then the requested
+    /// rows. Cached masked-diffusion passes do not apply to it.
+    fn gemma_pass(&mut self, p: &mut BatchPass<'_, B::Buf>) -> Result<()> {
+        if !matches!(p.spec.pass, Pass::Full) || p.spec.attention_block.is_some() {
+            return Err(Error::NotMaskedDiffusion {
+                arch: self.config.arch,
+            });
+        }
+        let n_rows = self.check(p.tokens, p.rows, p.out)?;
+        let nv = self.config.n_vocab;
+        match p.rows {
+            None => self.gemma_unified(p.tokens, p.out),
+            Some(rows) => {
+                let mut all = vec![0.0; p.tokens.len() * nv];
+                self.gemma_unified(p.tokens, &mut all)?;
+                for (i, &r) in rows.iter().enumerate().take(n_rows) {
+                    p.out[i * nv..(i + 1) * nv].copy_from_slice(&all[r * nv..(r + 1) * nv]);
+                }
+                Ok(())
+            }
+        }
     }
 }
 

@@ -6,6 +6,8 @@ use lacuna_gguf::{GgufFile, TensorInfo};
 use crate::backend::Backend;
 use crate::{Config, Error, MoeConfig, Result};
 
+pub(crate) mod gemma;
+
 /// A projection: a prepared weight and an optional f32 bias.
 pub(crate) struct Linear<B: Backend> {
     pub(crate) w: B::Weight,
@@ -30,6 +32,15 @@ pub(crate) struct MatCost {
 }
 
 /// The feed-forward block of one layer.
+/// The activation of a gated feed-forward block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Act {
+    /// `silu(gate) * up` (SwiGLU: LLaMA, Qwen, BailingMoE).
+    Silu,
+    /// `gelu_tanh(gate) * up` (GeGLU: Gemma).
+    GeluTanh,
+}
+
 pub(crate) enum Ffn<B: Backend> {
     /// `down(silu(gate(x)) * up(x))`.
     Dense(Dense<B>),
@@ -56,6 +67,11 @@ pub(crate) struct Experts<B: Backend> {
     /// The shared experts as one dense SwiGLU block (`ffn_{gate,up,down}_shexp`), run on
     /// every token and added to the routed output.
     pub(crate) shared: Option<Dense<B>>,
+    /// Each expert's output scale (Gemma 4's `ffn_down_exps.scale`), applied to its routing
+    /// weight after normalisation.
+    pub(crate) expert_scale: Option<Vec<f32>>,
+    /// The experts' activation.
+    pub(crate) act: Act,
 }
 
 /// A dense SwiGLU block: `down(silu(gate(x)) * up(x))`.
@@ -92,6 +108,8 @@ pub(crate) struct Weights<B: Backend> {
     pub(crate) layers: Vec<Layer<B>>,
     pub(crate) output_norm: B::Vector,
     pub(crate) output: Linear<B>,
+    /// `diffusion-gemma`'s layers and extras (its `layers` above are empty).
+    pub(crate) gemma: Option<Box<gemma::GemmaWeights<B>>>,
 }
 
 /// The weight types every matrix may have, for error messages: the types of every
@@ -270,6 +288,9 @@ impl<B: Backend> Loader<'_, B> {
     }
 
     pub(crate) fn load(&self, cfg: &Config) -> Result<Weights<B>> {
+        if let Some(g) = &cfg.gemma {
+            return self.load_gemma(cfg, g);
+        }
         let d = cfg.n_embd;
         let mut layers = Vec::with_capacity(cfg.n_layer);
         for il in 0..cfg.n_layer {
@@ -313,6 +334,8 @@ impl<B: Backend> Loader<'_, B> {
                         } else {
                             None
                         },
+                        expert_scale: None,
+                        act: Act::Silu,
                     }))
                 }
                 _ => Ffn::Dense(dense("", cfg.n_ff)?),
@@ -336,22 +359,26 @@ impl<B: Backend> Loader<'_, B> {
                 ffn,
             });
         }
-        let output = if self.has("output.weight") {
-            self.linear_no_bias("output", d, cfg.n_vocab)?
-        } else {
-            // Tied embeddings: llama.cpp duplicates `token_embd` as the LM head.
-            let (w, cost) = self.matrix("token_embd.weight", d, cfg.n_vocab)?;
-            Linear {
-                w,
-                b: None,
-                n: cfg.n_vocab,
-                cost,
-            }
-        };
         Ok(Weights {
             layers,
             output_norm: self.vector("output_norm.weight", d)?,
-            output,
+            output: self.lm_head(cfg)?,
+            gemma: None,
+        })
+    }
+
+    /// `output`, or `token_embd` when the embeddings are tied (llama.cpp duplicates it as
+    /// the LM head).
+    fn lm_head(&self, cfg: &Config) -> Result<Linear<B>> {
+        if self.has("output.weight") {
+            return self.linear_no_bias("output", cfg.n_embd, cfg.n_vocab);
+        }
+        let (w, cost) = self.matrix("token_embd.weight", cfg.n_embd, cfg.n_vocab)?;
+        Ok(Linear {
+            w,
+            b: None,
+            n: cfg.n_vocab,
+            cost,
         })
     }
 }

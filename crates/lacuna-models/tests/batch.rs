@@ -20,7 +20,7 @@ fn models() -> &'static Vec<Mutex<Model>> {
     static MODELS: OnceLock<Vec<Mutex<Model>>> = OnceLock::new();
     MODELS.get_or_init(|| {
         let mut v = Vec::new();
-        for arch in Arch::ALL {
+        for arch in Arch::MASKED {
             for (quant, layout) in [
                 (QuantMix::Q4KM, WeightLayout::Fast),
                 (QuantMix::Q4KM, WeightLayout::Compact),

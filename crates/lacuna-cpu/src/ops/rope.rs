@@ -40,6 +40,39 @@ pub fn rope(
     head_dim: usize,
     params: RopeParams,
 ) -> Result<(), Error> {
+    rope_impl(x, t, pos0, head_dim, params, None)
+}
+
+/// [`rope`] with ggml's frequency factors (`rope_freqs`): the angle of pair `i` is divided by
+/// `factors[i]` before the frequency scale (`n_rot / 2` factors). An infinite factor leaves
+/// the pair unrotated, which is how Gemma 4's "proportional" RoPE rotates only a leading
+/// part of a head's pairs while spacing their frequencies over the whole head.
+pub fn rope_with_factors(
+    x: &mut [f32],
+    t: usize,
+    pos0: usize,
+    head_dim: usize,
+    params: RopeParams,
+    factors: &[f32],
+) -> Result<(), Error> {
+    if factors.len() != params.n_rot / 2 {
+        return Err(Error::BadLength {
+            what: "rope frequency factors (n_rot / 2)",
+            expected: params.n_rot / 2,
+            found: factors.len(),
+        });
+    }
+    rope_impl(x, t, pos0, head_dim, params, Some(factors))
+}
+
+fn rope_impl(
+    x: &mut [f32],
+    t: usize,
+    pos0: usize,
+    head_dim: usize,
+    params: RopeParams,
+    factors: Option<&[f32]>,
+) -> Result<(), Error> {
     let n_rot = params.n_rot;
     if head_dim == 0 || !n_rot.is_multiple_of(2) || n_rot > head_dim {
         return Err(Error::BadShape {
@@ -65,7 +98,10 @@ pub fn rope(
         |cache, (p, row)| {
             let mut theta = (pos0 + p) as f32;
             for i in 0..half {
-                let th = theta * params.freq_scale;
+                let th = match factors {
+                    Some(f) => theta / f[i] * params.freq_scale,
+                    None => theta * params.freq_scale,
+                };
                 cache[2 * i] = th.cos();
                 cache[2 * i + 1] = th.sin();
                 theta *= theta_scale;

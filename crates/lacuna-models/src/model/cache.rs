@@ -2,7 +2,7 @@
 //! [`Bound`]: a model, one canvas's cache and its attention mask, as the sampler's
 //! [`Denoiser`].
 
-use lacuna_sampler::{Denoiser, Pass};
+use lacuna_sampler::{CanvasDenoiser, Denoiser, Pass};
 
 use crate::backend::Backend;
 use crate::{Error, Model, Result};
@@ -152,5 +152,22 @@ impl<B: Backend> Denoiser for Bound<'_, B> {
         };
         self.model
             .forward_pass(&mut self.cache, spec, canvas, rows, out)
+    }
+}
+
+/// DiffusionGemma: the encoder extends the bound canvas's cache (the context), the decoder
+/// reads it. (A masked-diffusion model refuses both.)
+impl<B: Backend> CanvasDenoiser for Bound<'_, B> {
+    fn encode(&mut self, tokens: &[u32]) -> Result<()> {
+        self.model.gemma_encode(&mut self.cache, tokens, None)
+    }
+
+    fn decode(&mut self, canvas: &[u32], self_cond: Option<&[f32]>, out: &mut [f32]) -> Result<()> {
+        self.model
+            .gemma_decode(&mut self.cache, canvas, self_cond, out)
+    }
+
+    fn canvas_length(&self) -> usize {
+        self.model.canvas_length().unwrap_or(0)
     }
 }

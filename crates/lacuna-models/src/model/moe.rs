@@ -8,7 +8,7 @@
 
 use crate::backend::Backend;
 use crate::model::timer::Timer;
-use crate::weights::Experts;
+use crate::weights::{Act, Experts};
 use crate::{Gating, MoeConfig, Result};
 
 /// Reused buffers of the MoE block.
@@ -136,13 +136,15 @@ pub(crate) fn route(
     }
 }
 
-/// `out[t x d] = MoE(xn[t x d])`; the router's and each run expert's reads and operations
-/// counted in `tm`.
+/// `out[t x d] = MoE(xn[t x d])`, routed by `router_x` (`xn` itself but in Gemma 4, whose
+/// router reads its own normalisation of the residual); the router's and each run expert's
+/// reads and operations counted in `tm`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn moe_ffn<B: Backend>(
     be: &mut B,
     tm: &mut Timer,
     ex: &Experts<B>,
+    router_x: B::View<'_>,
     xn: B::View<'_>,
     t: usize,
     d: usize,
@@ -154,7 +156,7 @@ pub(crate) fn moe_ffn<B: Backend>(
     let (ne, k, ff) = (m.n_expert, m.n_expert_used, m.n_ff_exp);
     s.probs.resize(t * ne, 0.0);
     tm.matmul(t, &ex.router_cost);
-    be.matmul_to_host(xn, t, &ex.router, &mut s.probs)?;
+    be.matmul_to_host(router_x, t, &ex.router, &mut s.probs)?;
     s.sel.resize(t * k, 0);
     s.weight.resize(t * k, 0.0);
     for (ti, p) in s.probs.chunks_exact_mut(ne).enumerate() {
@@ -166,6 +168,12 @@ pub(crate) fn moe_ffn<B: Backend>(
             &mut s.sel[ti * k..(ti + 1) * k],
             &mut s.weight[ti * k..(ti + 1) * k],
         );
+    }
+    if let Some(scale) = &ex.expert_scale {
+        // Gemma 4: each selected expert's weight times its own scale, after normalising.
+        for (w, &e) in s.weight.iter_mut().zip(&s.sel) {
+            *w *= scale[e];
+        }
     }
     be.ensure(&mut s.slots, t * k * d)?;
     for e in 0..ne {
@@ -210,7 +218,10 @@ pub(crate) fn moe_ffn<B: Backend>(
         be.matmul(xin, n, &ex.gate[e], B::view_mut(&mut s.gate, 0..n * ff))?;
         be.matmul(xin, n, &ex.up[e], B::view_mut(&mut s.up, 0..n * ff))?;
         let (g, u) = (B::view(&s.gate, 0..n * ff), B::view(&s.up, 0..n * ff));
-        be.swiglu(g, u, B::view_mut(&mut s.act, 0..n * ff))?;
+        match ex.act {
+            Act::Silu => be.swiglu(g, u, B::view_mut(&mut s.act, 0..n * ff))?,
+            Act::GeluTanh => be.geglu(g, u, B::view_mut(&mut s.act, 0..n * ff))?,
+        }
         let act = B::view(&s.act, 0..n * ff);
         be.matmul(act, n, &ex.down[e], B::view_mut(&mut s.down, 0..n * d))?;
         let y = B::view(&s.down, 0..n * d);

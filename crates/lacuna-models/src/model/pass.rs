@@ -302,7 +302,7 @@ impl<B: Backend> Graph<'_, B> {
             }
             Ffn::Moe(experts) => {
                 let (xn, proj) = (B::view(&s.xn, 0..n), B::view_mut(&mut s.proj, 0..n));
-                moe::moe_ffn(be, tm, experts, xn, t, d, proj, &mut s.moe)?;
+                moe::moe_ffn(be, tm, experts, xn, xn, t, d, proj, &mut s.moe)?;
                 tm.mark(be, Part::Gemm)?;
                 if let Some(shared) = &experts.shared {
                     // llama.cpp: `moe_out + ffn_shexp`, the shared block on the same

@@ -152,3 +152,68 @@ fn rope_rejects_bad_shapes() {
         "a rejected call writes nothing"
     );
 }
+
+/// Gemma 4's proportional RoPE as Hugging Face computes it (`_compute_proportional_rope_parameters`
+/// and `rotate_half`), in f64: the first `rot` of `head_dim / 2` pairs `(i, i + head_dim / 2)`
+/// turn by `p * base^(-2i / head_dim)`, the others not at all.
+fn proportional_f64(x: &mut [f64], t: usize, pos0: usize, head_dim: usize, rot: usize, base: f64) {
+    let width = x.len() / t;
+    let half = head_dim / 2;
+    for p in 0..t {
+        for h in 0..width / head_dim {
+            let head = &mut x[p * width + h * head_dim..][..head_dim];
+            for i in 0..rot {
+                let th = (pos0 + p) as f64 * base.powf(-2.0 * i as f64 / head_dim as f64);
+                let (x0, x1) = (head[i], head[i + half]);
+                head[i] = x0 * th.cos() - x1 * th.sin();
+                head[i + half] = x0 * th.sin() + x1 * th.cos();
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// Infinite factors on the trailing pairs give the proportional RoPE of Gemma 4's global
+    /// layers; finite factors divide the angle.
+    #[test]
+    fn factors_give_gemma4s_proportional_rope(
+        seed in any::<u64>(),
+        t in 1usize..9,
+        pos0 in 0usize..3000,
+        heads in 1usize..4,
+        half_log in 2u32..6,
+        rot_frac in 0usize..5,
+    ) {
+        let head_dim = 2usize << half_log;
+        let half = head_dim / 2;
+        let rot = half * rot_frac / 4;
+        let mut rng = Rng(seed | 1);
+        let x: Vec<f32> = (0..t * heads * head_dim).map(|_| rng.f32() * 3.0).collect();
+        let mut got = x.clone();
+        let factors: Vec<f32> =
+            (0..half).map(|i| if i < rot { 1.0 } else { f32::INFINITY }).collect();
+        let p = params(RopeMode::Neox, head_dim, 1e6, 1.0);
+        rope_with_factors(&mut got, t, pos0, head_dim, p, &factors).unwrap();
+        let mut want: Vec<f64> = x.iter().map(|&v| f64::from(v)).collect();
+        proportional_f64(&mut want, t, pos0, head_dim, rot, 1e6);
+        for (g, w) in got.iter().zip(&want) {
+            // f32 angles of positions up to 3000: a few ulps of the angle.
+            prop_assert!((f64::from(*g) - w).abs() <= 2e-3 * (1.0 + w.abs()), "{g} vs {w}");
+        }
+        // Factors of 2 halve every angle: the same as a frequency scale of 1/2.
+        let twos = vec![2.0f32; half];
+        let (mut a, mut b) = (x.clone(), x.clone());
+        rope_with_factors(&mut a, t, pos0, head_dim, p, &twos).unwrap();
+        rope(&mut b, t, pos0, head_dim, params(RopeMode::Neox, head_dim, 1e6, 0.5)).unwrap();
+        prop_assert_eq!(bits(&a), bits(&b));
+    }
+}
+
+#[test]
+fn factors_of_the_wrong_length_are_refused() {
+    let mut x = vec![1.0f32; 16];
+    let p = params(RopeMode::Neox, 16, 1e4, 1.0);
+    assert!(rope_with_factors(&mut x, 1, 0, 16, p, &[1.0; 7]).is_err());
+}

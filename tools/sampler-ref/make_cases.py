@@ -15,6 +15,7 @@ import sys
 
 import numpy as np
 
+import diffusion_gemma
 import official
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -97,6 +98,49 @@ RND1 = [
 ]
 
 
+# DiffusionGemma (family "diffusion_gemma", written to tests/data/diffusion_gemma/): the toy's
+# logits range over ~[-8, 17], so low temperatures and large bounds exercise the acceptance
+# and the early stop.
+EB_DEFAULT = dict(max_steps=48, t_min=0.4, t_max=0.8, entropy_bound=0.1, stability_threshold=1,
+                  confidence_threshold=0.005)
+EB = [
+    ("eb_official_defaults", dict(gen_length=6, canvas_length=6, max_steps=6)),
+    ("eb_two_canvases", dict(gen_length=10, canvas_length=6, max_steps=5, entropy_bound=2.0)),
+    ("eb_loose_bound", dict(gen_length=8, canvas_length=8, max_steps=8, entropy_bound=6.0,
+                            t_min=0.2, t_max=0.6)),
+    ("eb_early_stop", dict(gen_length=8, canvas_length=4, max_steps=12, entropy_bound=50.0,
+                           t_min=0.02, t_max=0.05, confidence_threshold=0.5)),
+    ("eb_no_stability", dict(gen_length=6, canvas_length=6, max_steps=10, entropy_bound=3.0,
+                             t_min=0.05, t_max=0.1, stability_threshold=0,
+                             confidence_threshold=0.5)),
+    ("eb_stability_two", dict(gen_length=12, canvas_length=4, max_steps=10, entropy_bound=50.0,
+                              t_min=0.02, t_max=0.04, stability_threshold=2,
+                              confidence_threshold=0.5)),
+]
+
+
+def run_eb_case(name, o, seed):
+    rng = np.random.default_rng(seed)
+    model = official.ToyModel(VOCAB, 1000 + seed)
+    prompt = prompt_for(rng, o.get("prompt_len", 5), [])
+    pool = official.Draws(int(v) for v in rng.integers(1, 1 << 24, size=100_000))
+    cfg = dict(EB_DEFAULT, **{k: v for k, v in o.items() if k != "prompt_len"})
+    x, history, per_canvas = diffusion_gemma.generate(model, prompt, cfg, EOS, pool)
+    return {
+        "name": name,
+        "family": "diffusion_gemma",
+        "vocab": VOCAB,
+        "model_seed": 1000 + seed,
+        "eos_id": EOS,
+        "prompt": prompt,
+        "config": cfg,
+        "draws24": pool.n[: pool.i],
+        "steps": history,
+        "steps_per_canvas": per_canvas,
+        "canvas": [int(t) for t in x],
+    }
+
+
 def prompt_for(rng, n, masks):
     p = [int(t) for t in rng.integers(0, VOCAB, size=n)]
     for i in masks:
@@ -175,9 +219,13 @@ def main():
         cases.append(run_case(name, "llada2", o, 200 + seed))
     for seed, (name, o) in enumerate(RND1):
         cases.append(run_case(name, "rnd1", o, 300 + seed))
+    for seed, (name, o) in enumerate(EB):
+        cases.append(run_eb_case(name, o, 400 + seed))
     stale = []
     for c in cases:
-        path = os.path.join(OUT, c["name"] + ".json")
+        sub = "diffusion_gemma" if c["family"] == "diffusion_gemma" else ""
+        os.makedirs(os.path.join(OUT, sub), exist_ok=True)
+        path = os.path.join(OUT, sub, c["name"] + ".json")
         text = json.dumps(c, separators=(",", ":")) + "\n"
         if check:
             old = open(path).read() if os.path.exists(path) else None

@@ -169,3 +169,24 @@ pub(crate) fn check_rows<E>(logits: &[f32], rows: &[usize], vocab: usize) -> Res
     }
     Ok(())
 }
+
+/// A uniform-state encoder-decoder denoiser (DiffusionGemma): a causal encoder extends the
+/// model's context with committed tokens, and a decoder predicts every position of a canvas
+/// of noise over that context, conditioned on its previous step's logits.
+pub trait CanvasDenoiser: Denoiser {
+    /// Appends `tokens` to the context (the prompt, then each finished canvas).
+    fn encode(&mut self, tokens: &[u32]) -> Result<(), Self::Error>;
+
+    /// The logits of every position of `canvas` (`canvas.len() × vocab_size()` into `out`)
+    /// over the context; `self_cond` are the previous step's processed logits (same shape),
+    /// `None` on a canvas's first step.
+    fn decode(
+        &mut self,
+        canvas: &[u32],
+        self_cond: Option<&[f32]>,
+        out: &mut [f32],
+    ) -> Result<(), Self::Error>;
+
+    /// Tokens per canvas (the model's `diffusion.canvas_length`).
+    fn canvas_length(&self) -> usize;
+}

@@ -60,6 +60,7 @@ pub mod cache;
 mod canvas;
 pub mod common;
 pub mod denoiser;
+pub mod diffusion_gemma;
 pub mod dream;
 pub mod error;
 pub mod llada;
@@ -79,7 +80,8 @@ mod testing;
 
 pub use cache::CachePolicy;
 pub use common::Common;
-pub use denoiser::{Denoiser, Pass};
+pub use denoiser::{CanvasDenoiser, Denoiser, Pass};
+pub use diffusion_gemma::EntropyBoundConfig;
 pub use dream::{DreamAlg, DreamConfig};
 pub use error::{ConfigError, Error};
 pub use llada::{LladaConfig, Remasking};

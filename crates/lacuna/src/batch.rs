@@ -113,8 +113,17 @@ pub(crate) struct Job<Buf> {
     pub(crate) rows: Vec<usize>,
     pub(crate) out: Vec<f32>,
     pub(crate) cancel: CancelToken,
+    /// DiffusionGemma's encoder or decoder instead of `pass` (run alone, not batched).
+    pub(crate) gemma: Option<GemmaOp>,
     /// Set when the batch ran (or the pass was dropped).
     pub(crate) result: Option<Result<(), JobError>>,
+}
+
+/// A DiffusionGemma pass of a [`Job`]: its `tokens` through the encoder (committed to its
+/// cache), or through the decoder with this self-conditioning input, logits into `out`.
+pub(crate) enum GemmaOp {
+    Encode,
+    Decode(Option<Vec<f32>>),
 }
 
 impl<Buf> Job<Buf> {
@@ -317,12 +326,33 @@ pub(crate) fn run_batch<B: Backend>(
     jobs: &mut [Job<B::Buf>],
 ) -> Option<BatchRun> {
     let mut live = Vec::new();
+    let mut gemma = 0;
     for job in jobs.iter_mut() {
         if job.cancel.is_cancelled() {
             job.result = Some(Err(JobError::Cancelled));
+        } else if let Some(op) = &job.gemma {
+            // One at a time: the encoder/decoder passes have no batched form yet.
+            let r = match op {
+                GemmaOp::Encode => model.gemma_encode(&mut job.cache, &job.tokens, None),
+                GemmaOp::Decode(sc) => {
+                    model.gemma_decode(&mut job.cache, &job.tokens, sc.as_deref(), &mut job.out)
+                }
+            };
+            job.result = Some(r.map_err(JobError::Model));
+            gemma += 1;
         } else {
             live.push(job);
         }
+    }
+    if live.is_empty() && gemma > 0 {
+        return Some(BatchRun {
+            passes: gemma,
+            tokens: jobs
+                .iter()
+                .filter(|j| j.gemma.is_some())
+                .map(|j| j.tokens.len())
+                .sum(),
+        });
     }
     if live.is_empty() {
         return None;

@@ -124,6 +124,11 @@ impl Engine {
             mask_id,
             eos_ids,
             context: model.context_length(),
+            gemma: model
+                .config()
+                .gemma
+                .as_ref()
+                .map(|g| (g.canvas_length, g.eb)),
         });
         Ok(Engine {
             model,

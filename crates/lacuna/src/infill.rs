@@ -138,7 +138,7 @@ pub(crate) fn search<D, F>(
     mut on_step: F,
 ) -> Result<Output>
 where
-    D: Denoiser,
+    D: lacuna_sampler::CanvasDenoiser,
     crate::Error: From<lacuna_sampler::Error<D::Error>>,
     F: FnMut(&StepView<'_>),
 {

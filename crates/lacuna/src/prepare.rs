@@ -6,9 +6,10 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use lacuna_models::Arch;
+use lacuna_models::{Arch, EbDefaults};
 use lacuna_sampler::{
-    CachePolicy, Common, DreamConfig, Llada2Config, LladaConfig, ParallelRule, Rnd1Config,
+    CachePolicy, Common, DreamConfig, EntropyBoundConfig, Llada2Config, LladaConfig, ParallelRule,
+    Rnd1Config,
 };
 use lacuna_tokenizer::{ChatTemplate, Tokenizer};
 
@@ -83,6 +84,7 @@ pub(crate) enum SamplerConfig {
     Dream(DreamConfig),
     Llada2(Llada2Config),
     Rnd1(Rnd1Config),
+    DiffusionGemma(EntropyBoundConfig),
 }
 
 impl SamplerConfig {
@@ -93,6 +95,7 @@ impl SamplerConfig {
             SamplerConfig::Dream(c) => &c.common,
             SamplerConfig::Llada2(c) => &c.common,
             SamplerConfig::Rnd1(c) => &c.common,
+            SamplerConfig::DiffusionGemma(c) => &c.common,
         }
     }
 }
@@ -106,6 +109,8 @@ pub(crate) struct Preparer {
     pub(crate) mask_id: u32,
     pub(crate) eos_ids: Vec<u32>,
     pub(crate) context: usize,
+    /// DiffusionGemma: the canvas length and the file's sampler settings.
+    pub(crate) gemma: Option<(usize, EbDefaults)>,
 }
 
 impl Preparer {
@@ -237,6 +242,66 @@ impl Preparer {
         Ok(self.tokenizer.encode(text, false, true)?)
     }
 
+    /// DiffusionGemma's entropy-bound sampler: `steps` caps the steps per canvas, an
+    /// `entropy_bound` rule sets the bound, the file's `diffusion.eb_*` keys (or the official
+    /// defaults) the rest; every other sampler's setting is refused by name.
+    fn gemma_config(&self, r: &GenerateRequest, common: Common) -> Result<SamplerConfig> {
+        let arch = self.arch;
+        let unsupported = |setting, belongs_to| Error::UnsupportedSetting {
+            setting,
+            arch,
+            belongs_to,
+        };
+        let masked = "the masked-diffusion samplers (LLaDA, Dream, LLaDA2, RND1)";
+        for (set, name) in [
+            (r.remasking.is_some(), "remasking"),
+            (r.cfg_scale.is_some(), "cfg_scale"),
+            (r.algorithm.is_some(), "algorithm"),
+            (r.alg_temp.is_some(), "alg_temp"),
+            (r.top_p.is_some(), "top_p"),
+            (r.top_k.is_some(), "top_k"),
+            (r.block_length.is_some(), "block_length"),
+            (r.cache != CachePolicy::None, "cache"),
+            (r.editing.is_some(), "editing"),
+            (r.logprobs.is_some(), "logprobs"),
+            (
+                r.temperature != 0.0,
+                "temperature (DiffusionGemma runs its own schedule, 0.8 down to 0.4)",
+            ),
+        ] {
+            if set {
+                return Err(unsupported(name, masked));
+            }
+        }
+        let eb = self
+            .gemma
+            .map(|(_, eb)| eb)
+            .ok_or(Error::UnsupportedSetting {
+                setting: "the entropy-bound sampler",
+                arch,
+                belongs_to: "diffusion-gemma",
+            })?;
+        let entropy_bound = match r.parallel.map(|p| p.rule) {
+            None => f64::from(eb.entropy_bound),
+            Some(ParallelRule::EntropyBound(b)) => b,
+            Some(_) => {
+                return Err(unsupported(
+                    "threshold or factor rule",
+                    "the masked-diffusion samplers (DiffusionGemma accepts by an entropy bound)",
+                ));
+            }
+        };
+        Ok(SamplerConfig::DiffusionGemma(EntropyBoundConfig {
+            common,
+            max_steps: r.steps,
+            t_min: f64::from(eb.t_min),
+            t_max: f64::from(eb.t_max),
+            entropy_bound,
+            stability_threshold: eb.stability_threshold,
+            confidence_threshold: f64::from(eb.confidence_threshold),
+        }))
+    }
+
     /// The sampler settings `r` asks for, for this model's sampler (`suffix`: the infill
     /// suffix's tokens); checked.
     fn sampler_config(&self, r: &GenerateRequest, suffix: Vec<u32>) -> Result<SamplerConfig> {
@@ -255,6 +320,7 @@ impl Preparer {
             suffix,
         };
         let config = match arch {
+            Arch::DiffusionGemma => self.gemma_config(r, common)?,
             Arch::Llada2 => {
                 for (set, name, of) in [
                     (r.remasking.is_some(), "remasking", "the LLaDA sampler"),
@@ -382,6 +448,10 @@ impl Preparer {
             SamplerConfig::Dream(c) => c.validate()?,
             SamplerConfig::Llada2(c) => c.validate()?,
             SamplerConfig::Rnd1(c) => c.validate()?,
+            SamplerConfig::DiffusionGemma(c) => {
+                c.validate()?;
+                0
+            }
         };
         if r.editing.is_some() && !matches!(config, SamplerConfig::Llada2(_)) {
             return Err(unsupported("editing", "the LLaDA2 sampler"));

@@ -4,7 +4,9 @@
 
 use std::time::Instant;
 
-use lacuna_sampler::{Denoiser, StepView, Xoshiro256PlusPlus, dream, llada, llada2, rnd1};
+use lacuna_sampler::{
+    CanvasDenoiser, StepView, Xoshiro256PlusPlus, diffusion_gemma, dream, llada, llada2, rnd1,
+};
 use lacuna_tokenizer::Tokenizer;
 
 use crate::Result;
@@ -22,7 +24,7 @@ pub(crate) fn run<D, F>(
     on_step: F,
 ) -> Result<Output>
 where
-    D: Denoiser,
+    D: CanvasDenoiser,
     crate::Error: From<lacuna_sampler::Error<D::Error>>,
     F: FnMut(&StepView<'_>),
 {
@@ -44,7 +46,7 @@ pub(crate) fn run_one<D, F>(
     mut on_step: F,
 ) -> Result<Output>
 where
-    D: Denoiser,
+    D: CanvasDenoiser,
     crate::Error: From<lacuna_sampler::Error<D::Error>>,
     F: FnMut(&StepView<'_>),
 {
@@ -62,6 +64,9 @@ where
         SamplerConfig::Dream(c) => dream::generate(denoiser, prompt, c, &mut rng, &mut step),
         SamplerConfig::Llada2(c) => llada2::generate(denoiser, prompt, c, &mut rng, &mut step),
         SamplerConfig::Rnd1(c) => rnd1::generate(denoiser, prompt, c, &mut rng, &mut step),
+        SamplerConfig::DiffusionGemma(c) => {
+            diffusion_gemma::generate(denoiser, prompt, c, &mut rng, &mut step)
+        }
     }?;
     let text = tokenizer.decode(&generation.tokens)?;
     Ok(Output {

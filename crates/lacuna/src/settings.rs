@@ -204,7 +204,7 @@ pub fn fast_cache(arch: Arch) -> Option<CachePolicy> {
     match arch {
         Arch::Llada | Arch::LladaMoe | Arch::Dream => Some(CachePolicy::Dual),
         Arch::Llada2 => Some(CachePolicy::Prefix),
-        Arch::Rnd1 => None,
+        Arch::Rnd1 | Arch::DiffusionGemma => None,
     }
 }
 
@@ -215,7 +215,7 @@ pub fn default_block_length(arch: Arch, gen_length: usize, parallel: bool) -> Op
     let blocks = match arch {
         Arch::Llada | Arch::LladaMoe | Arch::Llada2 => true,
         Arch::Dream => parallel,
-        Arch::Rnd1 => false,
+        Arch::Rnd1 | Arch::DiffusionGemma => false,
     };
     blocks.then_some(if gen_length % DEFAULT_BLOCK_LENGTH == 0 {
         DEFAULT_BLOCK_LENGTH
@@ -230,6 +230,10 @@ pub fn default_block_length(arch: Arch, gen_length: usize, parallel: bool) -> Op
 pub fn default_steps(arch: Arch, gen_length: usize, block_length: Option<usize>) -> usize {
     if arch == Arch::Llada2 {
         return Llada2Config::default().steps;
+    }
+    if arch == Arch::DiffusionGemma {
+        // Steps per canvas: the official cap (the sampler stops earlier once confident).
+        return lacuna_sampler::EntropyBoundConfig::default().max_steps;
     }
     let steps = (gen_length / 4).max(1);
     match block_length.filter(|&b| b > 0 && gen_length % b == 0) {

@@ -9,10 +9,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use lacuna_models::{AnyModel, Arch, Backend, CpuBackend, CudaBackend, KvCache, Model};
-use lacuna_sampler::{Denoiser, Pass, StepView};
+use lacuna_sampler::{CanvasDenoiser, Denoiser, Pass, StepView};
 use lacuna_tokenizer::Tokenizer;
 
-use crate::batch::{self, BatchLimits, BatchRun, Collector, Histogram, Job, JobError};
+use crate::batch::{self, BatchLimits, BatchRun, Collector, GemmaOp, Histogram, Job, JobError};
 use crate::prepare::{Prepared, Preparer};
 use crate::request::{GenerateRequest, Output};
 use crate::{Engine, Error, Result, run};
@@ -250,6 +250,7 @@ impl SharedEngine {
             attention_block,
             cancel,
             vocab: self.prep.tokenizer.n_vocab(),
+            canvas_length: self.prep.gemma.map_or(0, |(c, _)| c),
         };
         run::run(
             &mut denoiser,
@@ -300,6 +301,8 @@ struct InTurn<'a, B: Backend> {
     attention_block: Option<usize>,
     cancel: &'a CancelToken,
     vocab: usize,
+    /// DiffusionGemma's canvas length (0 for the masked-diffusion models).
+    canvas_length: usize,
 }
 
 impl<B: Backend> Denoiser for InTurn<'_, B>
@@ -331,16 +334,38 @@ where
         if self.cancel.is_cancelled() {
             return Err(TurnError::Cancelled);
         }
+        self.turn(pass.clone(), None, canvas, rows, out)
+    }
+}
+
+impl<B: Backend> InTurn<'_, B>
+where
+    Model<B>: Send,
+    B::Buf: Send,
+{
+    /// Queues one pass (or a DiffusionGemma encoder/decoder pass) and waits for it.
+    fn turn(
+        &mut self,
+        pass: Pass,
+        gemma: Option<GemmaOp>,
+        canvas: &[u32],
+        rows: &[usize],
+        out: &mut [f32],
+    ) -> Result<(), TurnError> {
+        if self.cancel.is_cancelled() {
+            return Err(TurnError::Cancelled);
+        }
         let mut buf = std::mem::take(&mut self.out);
         buf.resize(out.len(), 0.0);
         let job = Job {
             cache: std::mem::take(&mut self.cache),
-            pass: pass.clone(),
+            pass,
             attention_block: self.attention_block,
             tokens: canvas.to_vec(),
             rows: rows.to_vec(),
             out: buf,
             cancel: self.cancel.clone(),
+            gemma,
             result: None,
         };
         let shared = self.shared;
@@ -367,6 +392,30 @@ where
             Some(Err(JobError::Batch(detail))) => Err(TurnError::Batch(detail)),
             Some(Err(JobError::Cancelled)) | None => Err(TurnError::Cancelled),
         }
+    }
+}
+
+impl<B: Backend> CanvasDenoiser for InTurn<'_, B>
+where
+    Model<B>: Send,
+    B::Buf: Send,
+{
+    fn encode(&mut self, tokens: &[u32]) -> Result<(), TurnError> {
+        self.turn(Pass::Full, Some(GemmaOp::Encode), tokens, &[], &mut [])
+    }
+
+    fn decode(
+        &mut self,
+        canvas: &[u32],
+        self_cond: Option<&[f32]>,
+        out: &mut [f32],
+    ) -> Result<(), TurnError> {
+        let op = GemmaOp::Decode(self_cond.map(<[f32]>::to_vec));
+        self.turn(Pass::Full, Some(op), canvas, &[], out)
+    }
+
+    fn canvas_length(&self) -> usize {
+        self.canvas_length
     }
 }
 

@@ -1,0 +1,220 @@
+//! Replays the DiffusionGemma cases `tools/sampler-ref/make_cases.py` wrote
+//! (`tests/data/diffusion_gemma/`) from its numpy transcription of Hugging Face's
+//! `generation_diffusion_gemma.py` on the toy model: the same accepted positions at every
+//! step, the same number of draws and the same result.
+
+mod common;
+
+use std::convert::Infallible;
+use std::path::PathBuf;
+
+use common::ToyModel;
+use lacuna_sampler::{
+    CanvasDenoiser, Common, Denoiser, EntropyBoundConfig, Finish, ReplayDraws, diffusion_gemma,
+};
+use serde::Deserialize;
+
+#[derive(Debug, Deserialize)]
+struct Config {
+    gen_length: usize,
+    canvas_length: usize,
+    max_steps: usize,
+    t_min: f64,
+    t_max: f64,
+    entropy_bound: f64,
+    stability_threshold: usize,
+    confidence_threshold: f64,
+}
+
+#[derive(Debug, Deserialize)]
+struct Case {
+    name: String,
+    vocab: usize,
+    model_seed: u64,
+    eos_id: u32,
+    prompt: Vec<u32>,
+    config: Config,
+    draws24: Vec<u32>,
+    steps: Vec<Vec<usize>>,
+    steps_per_canvas: Vec<usize>,
+    canvas: Vec<u32>,
+}
+
+/// The toy model as an encoder-decoder: the context grows by what is encoded; a canvas's
+/// logits are its rows of the toy's logits over context + canvas.
+struct Toy {
+    model: ToyModel,
+    canvas_length: usize,
+    context: Vec<u32>,
+    decodes: usize,
+}
+
+impl Denoiser for Toy {
+    type Error = Infallible;
+    fn vocab_size(&self) -> usize {
+        self.model.vocab
+    }
+    fn logits(
+        &mut self,
+        canvas: &[u32],
+        rows: &[usize],
+        out: &mut [f32],
+    ) -> Result<(), Infallible> {
+        self.model.logits(canvas, rows, out)
+    }
+}
+
+impl CanvasDenoiser for Toy {
+    fn encode(&mut self, tokens: &[u32]) -> Result<(), Infallible> {
+        self.context.extend_from_slice(tokens);
+        Ok(())
+    }
+    fn decode(
+        &mut self,
+        canvas: &[u32],
+        _sc: Option<&[f32]>,
+        out: &mut [f32],
+    ) -> Result<(), Infallible> {
+        self.decodes += 1;
+        let all: Vec<u32> = self.context.iter().chain(canvas).copied().collect();
+        let rows: Vec<usize> = (self.context.len()..all.len()).collect();
+        self.model.logits(&all, &rows, out)
+    }
+    fn canvas_length(&self) -> usize {
+        self.canvas_length
+    }
+}
+
+fn cases() -> Vec<Case> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/diffusion_gemma");
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("tests/data/diffusion_gemma exists")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    paths.sort();
+    paths
+        .iter()
+        .map(|p| serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap())
+        .collect()
+}
+
+#[test]
+fn every_case_replays_step_for_step() {
+    let cases = cases();
+    assert!(cases.len() >= 6, "cases missing");
+    for case in &cases {
+        let c = &case.config;
+        let config = EntropyBoundConfig {
+            common: Common {
+                gen_length: c.gen_length,
+                eos_ids: vec![case.eos_id],
+                ..Common::default()
+            },
+            max_steps: c.max_steps,
+            t_min: c.t_min,
+            t_max: c.t_max,
+            entropy_bound: c.entropy_bound,
+            stability_threshold: c.stability_threshold,
+            confidence_threshold: c.confidence_threshold,
+        };
+        let mut toy = Toy {
+            model: ToyModel::new(case.vocab, case.model_seed),
+            canvas_length: c.canvas_length,
+            context: Vec::new(),
+            decodes: 0,
+        };
+        let draws = case
+            .draws24
+            .iter()
+            .map(|&n| f64::from(n) * 2f64.powi(-24))
+            .collect();
+        let mut rng = ReplayDraws::new(draws);
+        let mut steps = Vec::new();
+        let g = diffusion_gemma::generate(&mut toy, &case.prompt, &config, &mut rng, |v| {
+            steps.push(v.committed.to_vec());
+        })
+        .unwrap();
+        let name = &case.name;
+        assert_eq!(steps, case.steps, "{name}: accepted positions per step");
+        assert_eq!(
+            toy.decodes,
+            case.steps_per_canvas.iter().sum::<usize>(),
+            "{name}"
+        );
+        assert_eq!(g.canvas, case.canvas, "{name}: canvas");
+        assert_eq!(rng.consumed(), case.draws24.len(), "{name}: draws");
+        assert_eq!(rng.overrun(), 0, "{name}");
+        let generated = &case.canvas[case.prompt.len()..];
+        match generated.iter().position(|&t| t == case.eos_id) {
+            Some(i) => {
+                assert_eq!(
+                    g.stats.finish,
+                    Finish::Eos {
+                        index: i,
+                        token: case.eos_id
+                    },
+                    "{name}"
+                );
+                assert_eq!(g.tokens, generated[..i], "{name}");
+            }
+            None => assert_eq!(g.tokens, generated, "{name}"),
+        }
+    }
+}
+
+#[test]
+fn settings_are_checked_by_name() {
+    let ok = EntropyBoundConfig {
+        common: Common {
+            gen_length: 4,
+            ..Common::default()
+        },
+        ..EntropyBoundConfig::default()
+    };
+    assert!(ok.validate().is_ok());
+    for (bad, name) in [
+        (
+            EntropyBoundConfig {
+                t_min: 0.0,
+                ..ok.clone()
+            },
+            "t_min",
+        ),
+        (
+            EntropyBoundConfig {
+                t_max: f64::NAN,
+                ..ok.clone()
+            },
+            "t_max",
+        ),
+        (
+            EntropyBoundConfig {
+                entropy_bound: -1.0,
+                ..ok.clone()
+            },
+            "entropy_bound",
+        ),
+        (
+            EntropyBoundConfig {
+                confidence_threshold: -0.1,
+                ..ok.clone()
+            },
+            "confidence_threshold",
+        ),
+        (
+            EntropyBoundConfig {
+                max_steps: 0,
+                ..ok.clone()
+            },
+            "steps",
+        ),
+    ] {
+        let e = bad.validate().unwrap_err().to_string();
+        assert!(e.contains(name), "{e} should name {name}");
+    }
+    // The schedule: t_max at the first step, t_min at the last.
+    let d = EntropyBoundConfig::default();
+    assert_eq!(d.temperature(48), 0.8);
+    assert!((d.temperature(0) - 0.4).abs() < 1e-12);
+}

@@ -159,3 +159,76 @@ fn bad_references_and_missing_quants_are_one_line_errors() {
         }
     }
 }
+
+/// The user path for DiffusionGemma: `lacuna pull unsloth/diffusiongemma-26B-A4B-it-GGUF:Q4_K_M`
+/// from a (loopback) Hub repo laid out as Unsloth's, then `lacuna run` on it. The file is a
+/// tiny fixture in #24423's layout (its vocabulary is a byte-level stand-in; Gemma 4's own
+/// is tested in lacuna-tokenizer).
+#[test]
+fn pull_and_run_a_diffusion_gemma_repo() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("dg.gguf");
+    let server = FakeHub::start();
+    let home = dir.path().join("hf");
+    let o = lacuna(
+        &[
+            "fixture",
+            "--arch",
+            "diffusion-gemma",
+            "--layers",
+            "2",
+            "--quant",
+            "q4_k_m",
+            "--out",
+            model.to_str().unwrap(),
+        ],
+        &server,
+        &home,
+        false,
+    );
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let bytes = std::fs::read(&model).unwrap();
+    let repo = "unsloth/diffusiongemma-26B-A4B-it-GGUF";
+    server.add_repo(
+        repo,
+        COMMIT,
+        &[
+            ("diffusiongemma-26B-A4B-it-Q4_K_M.gguf", &bytes),
+            ("diffusiongemma-26B-A4B-it-Q8_0.gguf", b"unused"),
+        ],
+    );
+    let o = lacuna(&["pull", &format!("{repo}:Q4_K_M")], &server, &home, false);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let run = [
+        "run",
+        "-m",
+        "hf:unsloth/diffusiongemma-26B-A4B-it-GGUF:Q4_K_M",
+        "--raw",
+        "-p",
+        "hi",
+        "--threads",
+        "1",
+        "--gen-length",
+        "8",
+        "--steps",
+        "3",
+        "--json",
+    ];
+    let o = lacuna(&run, &server, &home, true);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(
+        out.contains("\"architecture\": \"diffusion-gemma\""),
+        "{out}"
+    );
+    // A masked-diffusion setting is refused by name, in one line.
+    let mut bad = run.to_vec();
+    bad.extend(["--cache", "dual"]);
+    let o = lacuna(&bad, &server, &home, true);
+    assert_eq!(o.status.code(), Some(1));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("cache") && err.contains("diffusion-gemma"),
+        "{err}"
+    );
+}

@@ -57,7 +57,7 @@ pub(crate) fn piece(vocab: &Vocab, id: usize) -> Vec<u8> {
     }
     if attr.contains_any(TokenAttr::NORMAL) {
         return match vocab.kind {
-            VocabKind::Spm => text.replace(SPM_SPACE, " ").into_bytes(),
+            VocabKind::Spm | VocabKind::Gemma4 => text.replace(SPM_SPACE, " ").into_bytes(),
             VocabKind::Bpe(_) => {
                 let mut out = Vec::with_capacity(text.len());
                 byte_level_decode(text, &mut out);

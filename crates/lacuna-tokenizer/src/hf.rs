@@ -81,6 +81,9 @@ pub(crate) fn build(vocab: &Vocab) -> Result<Tokenizer> {
             tok.with_pre_tokenizer(Some(PreSeq::new(steps)));
             tok
         }
+        // Encoded by `crate::gemma4` (llama.cpp merges to texts that are not tokens, which a
+        // `tokenizers` BPE refuses to build): an empty model stands in.
+        VocabKind::Gemma4 => Tokenizer::new(BPE::default()),
         VocabKind::Spm => {
             let merges = spm_merges(vocab, &map);
             let model = BPE::builder()

@@ -16,6 +16,7 @@
 mod chat;
 mod decode;
 mod error;
+mod gemma4;
 mod hf;
 mod partition;
 pub mod pretok;

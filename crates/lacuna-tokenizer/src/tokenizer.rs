@@ -22,6 +22,8 @@ pub struct Tokenizer {
     hf: tokenizers::Tokenizer,
     specials: SpecialMatcher,
     pieces: Vec<Vec<u8>>,
+    /// Gemma 4's own BPE (`None` for the vocabularies the `tokenizers` pipeline encodes).
+    gemma4: Option<crate::gemma4::Gemma4>,
 }
 
 impl Tokenizer {
@@ -42,11 +44,14 @@ impl Tokenizer {
         let pieces = (0..vocab.len())
             .map(|id| decode::piece(&vocab, id))
             .collect();
+        let gemma4 =
+            (vocab.kind() == VocabKind::Gemma4).then(|| crate::gemma4::Gemma4::new(&vocab));
         Ok(Self {
             vocab,
             hf,
             specials,
             pieces,
+            gemma4,
         })
     }
 
@@ -92,6 +97,11 @@ impl Tokenizer {
         for fragment in fragments {
             match fragment {
                 Fragment::Token(id) => ids.push(id),
+                Fragment::Text(piece) if self.gemma4.is_some() => {
+                    if let Some(g) = &self.gemma4 {
+                        g.encode(piece, &mut ids);
+                    }
+                }
                 Fragment::Text(piece) => {
                     let enc = self
                         .hf

@@ -72,6 +72,9 @@ pub enum VocabKind {
     Bpe(PreTokenizer),
     /// `tokenizer.ggml.model = "llama"`: SentencePiece-style BPE over scores with byte fallback.
     Spm,
+    /// `tokenizer.ggml.model = "gemma4"`: BPE over code points by merge rank, spaces as `▁`,
+    /// split only at newline runs, `<0xXX>` byte fallback (Gemma 4, DiffusionGemma).
+    Gemma4,
 }
 
 /// Ids of the special tokens; `None` when the vocabulary has none.
@@ -230,6 +233,7 @@ impl Vocab {
                 VocabKind::Bpe(PreTokenizer::from_name(pre)?)
             }
             "llama" => VocabKind::Spm,
+            "gemma4" => VocabKind::Gemma4,
             other => {
                 return Err(Error::UnsupportedModel {
                     model: other.to_owned(),
@@ -241,10 +245,12 @@ impl Vocab {
             .iter()
             .enumerate()
             .map(|(i, t)| {
+                // llama.cpp reads each text as a C string: it ends at the first NUL.
+                let t = t.split('\0').next().unwrap_or_default();
                 if t.is_empty() {
                     format!("[EMPTY_{i}]")
                 } else {
-                    t.clone()
+                    t.to_owned()
                 }
             })
             .collect();
@@ -265,6 +271,15 @@ impl Vocab {
         };
         let merges = match kind {
             VocabKind::Bpe(_) => read_merges(md)?,
+            VocabKind::Gemma4 => {
+                if !md.contains_key("tokenizer.ggml.merges") {
+                    return Err(lacuna_gguf::Error::MissingKey {
+                        key: "tokenizer.ggml.merges".to_owned(),
+                    }
+                    .into());
+                }
+                read_merges(md)?
+            }
             VocabKind::Spm => Vec::new(),
         };
 
@@ -297,6 +312,7 @@ impl Vocab {
         let (def_bos, def_eos, def_unk) = match kind {
             VocabKind::Spm => (Some(1), Some(2), Some(0)),
             VocabKind::Bpe(_) => (Some(11), Some(11), None),
+            VocabKind::Gemma4 => (None, None, None),
         };
         let in_range = |id: Option<TokenId>| id.filter(|&i| (i as usize) < n);
         let special_id = |key: &'static str, default: Option<TokenId>| -> Result<Option<TokenId>> {
@@ -343,12 +359,17 @@ impl Vocab {
         let (mut add_bos, mut add_space_prefix, clean_spaces) = match kind {
             VocabKind::Spm => (true, true, false),
             VocabKind::Bpe(pre) => (pre.add_bos, false, pre.clean_spaces),
+            VocabKind::Gemma4 => (true, false, true),
         };
         if let Some(v) = md.get_opt::<bool>("tokenizer.ggml.add_space_prefix")? {
             add_space_prefix = v;
         }
         if let Some(v) = md.get_opt::<bool>("tokenizer.ggml.add_bos_token")? {
             add_bos = v;
+        }
+        // llama.cpp forces BOS on for Gemma 4 whatever the file says.
+        if kind == VocabKind::Gemma4 {
+            add_bos = true;
         }
         let add_eos = md
             .get_opt::<bool>("tokenizer.ggml.add_eos_token")?
@@ -366,6 +387,16 @@ impl Vocab {
         eog.extend(special.eot);
         eog.sort_unstable();
         eog.dedup();
+        // Gemma 4 (and PLaMo) have a normal `</s>`: llama.cpp takes it out of the EOG set and
+        // makes it NORMAL again when `<|tool_response>` (or `<|plamo:eos|>`) is in the set.
+        let in_eog = |t: &str| by_text.get(t).filter(|id| eog.contains(id)).copied();
+        if let (Some(s), true) = (
+            in_eog("</s>"),
+            in_eog("<|tool_response>").is_some() || in_eog("<|plamo:eos|>").is_some(),
+        ) {
+            eog.retain(|&id| id != s);
+            attrs[s as usize] = TokenAttr::NORMAL;
+        }
 
         let vocab = Self {
             eog,

@@ -315,9 +315,8 @@ impl FixtureSpec {
             Arch::Dream => 151_666,
             Arch::LladaMoe | Arch::Llada2 => 156_895,
             Arch::Rnd1 => 151_669,
-            // DiffusionGemma's `<mask>` is id 4, a byte of the fixture vocabulary: the last
-            // token stands in (the model never reads it).
-            Arch::DiffusionGemma => usize::MAX,
+            // DiffusionGemma's `<mask>` (its sampler never uses it).
+            Arch::DiffusionGemma => 4,
         };
         if real < self.dims.n_vocab {
             real as u32

@@ -183,7 +183,7 @@ fn the_published_layout_loads_and_missing_parts_are_named() {
     let none = |_: &str| None;
     let m = common::edited(&spec, keep, none).unwrap();
     let md = m.file().metadata();
-    let keys: Vec<&str> = md.iter().map(|(k, _)| &k[..]).collect();
+    let keys: Vec<&str> = md.iter().map(|(k, _)| k).collect();
     let ours = keys.iter().filter(|k| k.starts_with("diffusion")).count();
     assert_eq!(ours, 25, "{keys:?}");
     // Unsloth's files hold 44 keys (the dump of #24423's Q8_0 conversion); the writer adds

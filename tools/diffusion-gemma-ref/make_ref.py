@@ -112,6 +112,8 @@ specials = ["<pad>", "<eos>", "<bos>", "<unk>", "<mask>"]
 w.add_array("tokenizer.ggml.tokens", specials + [f"<t{i}>" for i in range(len(specials), VOCAB)])
 w.add_array("tokenizer.ggml.token_type", [3] * len(specials) + [1] * (VOCAB - len(specials)))
 w.add_array("tokenizer.ggml.scores", [0.0] * VOCAB)
+# llama.cpp's gemma4 vocabulary needs merges (any will do for ids given as numbers).
+w.add_array("tokenizer.ggml.merges", ["< t", "<t 1"])
 for key, v in [("bos", 2), ("eos", 1), ("unknown", 3), ("padding", 0), ("mask", 4)]:
     w.add_uint32(f"tokenizer.ggml.{key}_token_id", v)
 w.add_tensor("token_embd.weight", f32(dec.embed_tokens.weight))

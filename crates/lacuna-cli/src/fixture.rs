@@ -12,7 +12,8 @@ pub(crate) struct FixtureArgs {
     /// Architecture: llada, dream, llada-moe, rnd1 or llada2.
     #[arg(long)]
     arch: String,
-    /// Size preset: tiny, llada-8b, dream-7b, llada-moe-7b, llada2-mini, rnd1-30b.
+    /// Size preset: tiny, llada-8b, dream-7b, llada-moe-7b, llada2-mini, rnd1-30b,
+    /// diffusiongemma-26b-a4b.
     #[arg(long, default_value = "tiny")]
     shape: String,
     /// Transformer blocks.
@@ -46,7 +47,8 @@ pub(crate) fn run(a: FixtureArgs) -> Result<()> {
     let arch = Arch::from_name(&a.arch)?;
     let Some(shape) = Shape::from_name(&a.shape) else {
         bail!(
-            "unknown --shape {:?} (tiny, llada-8b, dream-7b, llada-moe-7b, llada2-mini, rnd1-30b)",
+            "unknown --shape {:?} (tiny, llada-8b, dream-7b, llada-moe-7b, llada2-mini, rnd1-30b, \
+             diffusiongemma-26b-a4b)",
             a.shape
         );
     };

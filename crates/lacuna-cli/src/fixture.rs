@@ -9,7 +9,7 @@ use lacuna::models::{Arch, Preset};
 /// Arguments of `lacuna fixture`.
 #[derive(clap::Args)]
 pub(crate) struct FixtureArgs {
-    /// Architecture: llada, dream, llada-moe, rnd1 or llada2.
+    /// Architecture: llada, dream, llada-moe, rnd1, llada2 or diffusion-gemma.
     #[arg(long)]
     arch: String,
     /// Size preset: tiny, llada-8b, dream-7b, llada-moe-7b, llada2-mini, rnd1-30b,

@@ -16,6 +16,7 @@ Run with tools/train-tiny/.venv (torch, transformers, gguf):
     tools/train-tiny/.venv/bin/python tools/diffusion-gemma-ref/make_ref.py \
         crates/lacuna-models/tests/data/diffusion-gemma
 """
+import os
 import sys
 from pathlib import Path
 
@@ -28,9 +29,17 @@ from transformers.cache_utils import DynamicCache
 OUT = Path(sys.argv[1] if len(sys.argv) > 1 else "crates/lacuna-models/tests/data/diffusion-gemma")
 VOCAB, D, FF, HEADS = 512, 64, 96, 4
 LAYER_TYPES = ["sliding_attention", "full_attention", "sliding_attention", "full_attention"]
-WINDOW, CANVAS, PROMPT = 6, 8, 10
+WINDOW, CANVAS, PROMPT = int(os.environ.get("DG_WINDOW", 6)), 8, 10
 E, K_USED, FF_EXP = 4, 2, 24
 HD, HD_FULL, KV, KV_FULL = 16, 32, 2, 1
+if os.environ.get("DG_REAL_WIDTHS"):
+    # The published model's widths and heads (16 experts of its 704, a 4096-token vocabulary,
+    # two layers): a check of the real head sizes, not committed.
+    VOCAB, D, FF, HEADS = 4096, 2816, 2112, 16
+    LAYER_TYPES = ["sliding_attention", "full_attention"]
+    WINDOW, CANVAS, PROMPT = 1024, 32, 40
+    E, K_USED, FF_EXP = 16, 8, 704
+    HD, HD_FULL, KV, KV_FULL = 256, 512, 8, 2
 SC_T = 0.8
 
 torch.manual_seed(1234)

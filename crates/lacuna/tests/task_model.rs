@@ -29,9 +29,10 @@ const FLOOR: [(&str, f64); 3] = [("add", 0.78), ("rev", 0.92), ("sort", 0.90)];
 /// table). A regression past these fails.
 const FAST_DROP: [(&str, f64); 3] = [("add", 0.06), ("rev", 0.03), ("sort", 0.12)];
 
-/// The same for the `llada2` twin (`Demo::TasksLlada2`), measured when it shipped (exact add
-/// 0%, rev 92%, sort 78%), minus 3 problems; its fast preset lost nothing (sort 82%).
-const TWIN_FLOOR: [(&str, f64); 3] = [("add", 0.0), ("rev", 0.86), ("sort", 0.72)];
+/// The same for the `llada2` twin (`Demo::TasksLlada2`), measured when it shipped (its second
+/// run, upcycled from the llada model that can add: exact add 90%, rev 98%, sort 90%), minus
+/// 3 problems; its fast preset lost one sort problem (88%).
+const TWIN_FLOOR: [(&str, f64); 3] = [("add", 0.84), ("rev", 0.92), ("sort", 0.84)];
 const TWIN_FAST_DROP: [(&str, f64); 3] = [("add", 0.03), ("rev", 0.03), ("sort", 0.03)];
 
 fn problems() -> Vec<Problem> {

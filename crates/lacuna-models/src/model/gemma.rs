@@ -19,9 +19,10 @@
 use crate::backend::{AttnShape, Backend, RopeParams};
 use crate::model::cache::KvCache;
 use crate::model::moe::{self, MoeScratch, softmax_row};
+use crate::model::pass::linear;
 use crate::model::timer::{Part, Timer};
 use crate::weights::gemma::{GemmaLayer, GemmaWeights};
-use crate::weights::{Dense, Linear, Weights};
+use crate::weights::{Dense, Weights};
 use crate::{Config, GemmaConfig, Result, RopeStyle};
 
 /// Reused activation buffers of the Gemma passes.
@@ -508,18 +509,4 @@ impl<B: Backend> GemmaGraph<'_, B> {
         }
         tm.mark(be, Part::Other)
     }
-}
-
-/// `y = x W^T`, charged to the GEMM part.
-fn linear<B: Backend>(
-    be: &mut B,
-    tm: &mut Timer,
-    lin: &Linear<B>,
-    x: B::View<'_>,
-    t: usize,
-    y: B::ViewMut<'_>,
-) -> Result<()> {
-    tm.matmul(t, &lin.cost);
-    be.matmul(x, t, &lin.w, y)?;
-    tm.mark(be, Part::Gemm)
 }

@@ -399,7 +399,7 @@ fn dense<B: Backend>(
 }
 
 /// `y = x W^T (+ b)`, the matmul and the bias add charged to their parts.
-fn linear<B: Backend>(
+pub(crate) fn linear<B: Backend>(
     be: &mut B,
     tm: &mut Timer,
     lin: &Linear<B>,

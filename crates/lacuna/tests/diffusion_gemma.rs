@@ -71,11 +71,14 @@ fn shared_engine_interleaves_exactly() {
     }
 }
 
+/// A change to a request.
+type Edit = Box<dyn Fn(&mut GenerateRequest)>;
+
 #[test]
 fn masked_diffusion_settings_are_refused_by_name() {
     let engine = common::tiny_engine(Arch::DiffusionGemma);
     let base = request(0, vec![1, 2, 3]);
-    let cases: Vec<(&str, Box<dyn Fn(&mut GenerateRequest)>)> = vec![
+    let cases: Vec<(&str, Edit)> = vec![
         ("cache", Box::new(|r| r.cache = CachePolicy::Dual)),
         ("block_length", Box::new(|r| r.block_length = Some(8))),
         ("top_k", Box::new(|r| r.top_k = Some(4))),

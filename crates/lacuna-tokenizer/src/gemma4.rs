@@ -20,7 +20,9 @@ use crate::vocab::{TokenId, Vocab};
 /// The merge ranks and the text → id map of a `gemma4` vocabulary.
 #[derive(Debug)]
 pub(crate) struct Gemma4 {
-    ranks: HashMap<(String, String), u32>,
+    /// Rank of each merge, keyed `"left right"`: symbols never hold a space (spaces are
+    /// `▁` by then), so the key is unambiguous and a lookup needs no pair of strings.
+    ranks: HashMap<String, u32>,
     ids: HashMap<String, TokenId>,
     bytes: [Option<TokenId>; 256],
 }
@@ -42,7 +44,7 @@ impl Gemma4 {
         }
         let mut ranks = HashMap::with_capacity(vocab.merges.len());
         for (rank, (a, b)) in vocab.merges.iter().enumerate() {
-            ranks.entry((a.clone(), b.clone())).or_insert(rank as u32);
+            ranks.entry(format!("{a} {b}")).or_insert(rank as u32);
         }
         let mut bytes = [None; 256];
         for (b, slot) in bytes.iter_mut().enumerate() {
@@ -66,13 +68,12 @@ impl Gemma4 {
         }
     }
 
-    fn rank(&self, word: &str, a: &Sym, b: &Sym) -> Option<u32> {
-        let left = &word[a.start..a.start + a.len];
-        let right = &word[b.start..b.start + b.len];
-        // Allocation-free lookups would need a borrowed pair key; words are short.
-        self.ranks
-            .get(&(left.to_owned(), right.to_owned()))
-            .copied()
+    fn rank(&self, key: &mut String, word: &str, a: &Sym, b: &Sym) -> Option<u32> {
+        key.clear();
+        key.push_str(&word[a.start..a.start + a.len]);
+        key.push(' ');
+        key.push_str(&word[b.start..b.start + b.len]);
+        self.ranks.get(key.as_str()).copied()
     }
 
     fn word(&self, word: &str, newlines: bool, out: &mut Vec<TokenId>) {
@@ -97,8 +98,9 @@ impl Gemma4 {
         // (rank, left index), lowest first; the text of the pair when queued, to skip
         // entries a later merge made stale (llama.cpp's `llm_bigram_bpe`).
         let mut queue: BinaryHeap<Reverse<(u32, usize, usize, usize)>> = BinaryHeap::new();
-        let push = |queue: &mut BinaryHeap<_>, syms: &[Sym], l: usize, r: usize| {
-            if let Some(rank) = self.rank(word, &syms[l], &syms[r]) {
+        let mut key = String::new();
+        let mut push = |queue: &mut BinaryHeap<_>, syms: &[Sym], l: usize, r: usize| {
+            if let Some(rank) = self.rank(&mut key, word, &syms[l], &syms[r]) {
                 queue.push(Reverse((rank, l, r, syms[l].len + syms[r].len)));
             }
         };

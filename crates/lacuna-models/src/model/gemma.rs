@@ -40,6 +40,8 @@ pub(crate) struct GemmaScratch<B: Backend> {
     gate: B::Buf,
     up: B::Buf,
     act: B::Buf,
+    /// The self-conditioning probabilities on the host (canvas × vocabulary), reused.
+    probs: Vec<f32>,
     moe: MoeScratch<B>,
 }
 
@@ -59,6 +61,7 @@ impl<B: Backend> Default for GemmaScratch<B> {
             gate: B::Buf::default(),
             up: B::Buf::default(),
             act: B::Buf::default(),
+            probs: Vec::new(),
             moe: MoeScratch::default(),
         }
     }
@@ -104,13 +107,14 @@ impl<B: Backend> GemmaGraph<'_, B> {
         let n = t * d;
         if let (Some(logits), Some(sc)) = (sc_logits, &self.gw.self_cond) {
             let nv = self.cfg.n_vocab;
-            let mut probs = logits.to_vec();
-            for row in probs.chunks_exact_mut(nv) {
+            let (be, s) = (&mut *self.be, &mut *self.s);
+            s.probs.clear();
+            s.probs.extend_from_slice(logits);
+            for row in s.probs.chunks_exact_mut(nv) {
                 softmax_row(row);
             }
-            let (be, s) = (&mut *self.be, &mut *self.s);
             be.ensure(&mut s.tmp, t * nv)?;
-            be.upload(&probs, B::view_mut(&mut s.tmp, 0..t * nv))?;
+            be.upload(&s.probs, B::view_mut(&mut s.tmp, 0..t * nv))?;
             be.ensure(&mut s.h1, n)?;
             linear(
                 be,

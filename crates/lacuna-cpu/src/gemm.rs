@@ -31,7 +31,7 @@ use rayon::prelude::*;
 use crate::acts::Acts;
 use crate::compact::{self, CompactQuant};
 use crate::out::Out;
-use crate::packed::{FloatPacked, Inner, PANEL, QuantPacked};
+use crate::packed::{FloatPacked, Inner, PANEL, QuantPacked, reads_nibbles};
 use crate::{Error, PackedWeight, Path};
 
 #[cfg(target_arch = "aarch64")]
@@ -133,6 +133,7 @@ fn run(
     let mut per_task = 2;
     #[cfg(target_arch = "x86_64")]
     if let (Path::Amx, Inner::Quant(q)) = (path, &w.inner)
+        && !q.nib
         && x86::amx::uses_tiles(q.kind, t)
     {
         ws.acts.prepare_tiles(t, k, x86::amx::TOKEN_STEP);
@@ -150,8 +151,14 @@ fn run(
     }
     let acts = &ws.acts;
     match &w.inner {
+        Inner::Quant(q) if q.nib && !reads_nibbles(path) => nibbles_by_panels(path, q, acts, out),
         Inner::Quant(q) => {
-            let kernel = quant_kernel(path);
+            // AMX's tiles take bytes: its nibble matrices run on the AVX-512 kernel.
+            let kernel = quant_kernel(if q.nib && path == Path::Amx {
+                Path::Avx512Vnni
+            } else {
+                path
+            });
             let fkernel = float_kernel(path, true);
             for_tasks(q.panels, per_task, |p0, np| {
                 // SAFETY: the path is available (checked above); each task writes only
@@ -205,6 +212,22 @@ fn compact_by_panels(path: Path, w: &CompactQuant, acts: &Acts, n: usize, out: O
             );
             // SAFETY: the path is available (`matmul_on` checked it); panel p exists and
             // this task is the only writer of its columns.
+            unsafe { kernel(panel, acts, 0, 1, out.panel(p)) }
+        },
+    );
+}
+
+/// A nibble matrix ([`QuantPacked::nib`]) on a path whose kernel reads bytes: each panel
+/// expanded into a per-task one-panel byte buffer, then that kernel: the same bits as the
+/// byte layout, slower (packing picks nibbles only where a kernel reads them).
+fn nibbles_by_panels(path: Path, w: &QuantPacked, acts: &Acts, out: Out) {
+    let kernel = quant_kernel(path);
+    (0..w.panels).into_par_iter().for_each_init(
+        || QuantPacked::one_panel(w.kind, w.k),
+        |panel, p| {
+            w.expand_panel(p, panel);
+            // SAFETY: the path is available (`run` checked it); panel p exists and this
+            // task is the only writer of its columns.
             unsafe { kernel(panel, acts, 0, 1, out.panel(p)) }
         },
     );

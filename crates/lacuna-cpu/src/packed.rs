@@ -9,6 +9,14 @@
 //! to f32 `[panel][block][16]`. The cost is memory: about 8.6 bits per weight for every
 //! quantized type (Q4_K is 4.5 in the file).
 //!
+//! Q4_K's weights (0..=15) can instead be held two to a byte ([`QuantPacked::nib`]): lines
+//! `2j` and `2j + 1` of the layout above share one 64-byte line, the first in the low
+//! nibbles, and a kernel splits it with a mask and a shift. That halves the largest array (Q4_K
+//! at about 4.6 bits per weight plus its scales) and the bytes a pass streams; the values,
+//! and so every result, are the same. The AVX-512 kernel reads it natively and packing picks
+//! it where that kernel runs ([`nibbles_for`]); every other path runs such a matrix one
+//! panel at a time, expanded into the byte layout.
+//!
 //! Q2_K's mins (per 16 weights) and Q4_1/Q5_1's offsets (per 32) are kept as a small float
 //! matrix `[n x k / group]` (1–2 bits per weight more), applied as a second, float GEMM
 //! against the activations' scaled group sums.
@@ -50,8 +58,11 @@ pub(crate) struct QuantPacked {
     pub(crate) kind: QuantKind,
     pub(crate) k: usize,
     pub(crate) panels: usize,
-    /// `[panel][k/4][16][4]` signed weights.
+    /// `[panel][k/4][16][4]` signed weights, or with [`QuantPacked::nib`]
+    /// `[panel][k/8][16][4]` bytes of two weights each (see the module docs).
     pub(crate) qs: Vec<i8>,
+    /// Whether `qs` holds two weights a byte (Q4_K only).
+    pub(crate) nib: bool,
     /// `[panel][k/sub][16]` integer scales (empty when the type has none).
     pub(crate) scales: Vec<i32>,
     /// `[panel][block][16]`: `128 * sum_sub(sc * sum(q))`, the bias of `u8 = q + 128` acts.
@@ -86,11 +97,45 @@ impl PackedWeight {
             return Err(Error::UnsupportedType { ty });
         }
         let row_bytes = check_bytes(ty, n, k, bytes)?;
+        let nib = Path::active().is_ok_and(nibbles_for);
+        PackedWeight::pack(ty, n, k, bytes, row_bytes, nib)
+    }
+
+    /// [`PackedWeight::new`] with Q4_K's weights held two to a byte or not, whatever the
+    /// active path (tests run both forms on every path; other types ignore `nibbles`).
+    #[cfg(test)]
+    pub(crate) fn new_with(
+        ty: GgmlType,
+        n: usize,
+        k: usize,
+        bytes: &[u8],
+        nibbles: bool,
+    ) -> Result<PackedWeight, Error> {
+        if !PackedWeight::supports(ty) {
+            return Err(Error::UnsupportedType { ty });
+        }
+        let row_bytes = check_bytes(ty, n, k, bytes)?;
+        PackedWeight::pack(ty, n, k, bytes, row_bytes, nibbles)
+    }
+
+    fn pack(
+        ty: GgmlType,
+        n: usize,
+        k: usize,
+        bytes: &[u8],
+        row_bytes: usize,
+        nib: bool,
+    ) -> Result<PackedWeight, Error> {
         let inner = match QuantKind::of(ty) {
-            Some(kind) => Inner::Quant(pack_quant(kind, n, k, bytes, row_bytes)),
+            Some(kind) => Inner::Quant(pack_quant(kind, n, k, bytes, row_bytes, nib)),
             None => Inner::Float(pack_float(ty, n, k, bytes)),
         };
         Ok(PackedWeight { ty, n, k, inner })
+    }
+
+    /// Whether Q4_K weights are held two to a byte (see the module docs).
+    pub fn holds_nibbles(&self) -> bool {
+        matches!(&self.inner, Inner::Quant(q) if q.nib)
     }
 
     /// Keeps `n` rows of `k` quantized elements of type `ty` in ggml's block layout, the
@@ -204,19 +249,41 @@ fn check_bytes(ty: GgmlType, n: usize, k: usize, bytes: &[u8]) -> Result<usize, 
     Ok(row_bytes)
 }
 
-fn pack_quant(kind: QuantKind, n: usize, k: usize, bytes: &[u8], row_bytes: usize) -> QuantPacked {
+/// Whether packing for `path` holds Q4_K's weights two to a byte: where the path's kernel
+/// reads them natively (AVX-512 VNNI, and AMX, whose matrices then run on that kernel) and
+/// `LACUNA_PANEL_NIBBLES=0` (a diagnostic, for A/B measurements) does not say otherwise.
+pub(crate) fn nibbles_for(path: Path) -> bool {
+    reads_nibbles(path) && std::env::var("LACUNA_PANEL_NIBBLES").map_or(true, |v| v != "0")
+}
+
+/// Whether `path`'s quantized kernel reads Q4_K's two-to-a-byte panels natively.
+pub(crate) fn reads_nibbles(path: Path) -> bool {
+    matches!(path, Path::Avx512Vnni | Path::Amx)
+}
+
+fn pack_quant(
+    kind: QuantKind,
+    n: usize,
+    k: usize,
+    bytes: &[u8],
+    row_bytes: usize,
+    nib: bool,
+) -> QuantPacked {
     let panels = n.div_ceil(PANEL);
     let block = kind.block();
     let nblk = k / block;
     let nsub = block / kind.sub();
-    let mut p = QuantPacked::zeroed(kind, k, panels);
+    // Two weights a byte needs values in 0..=15 and pairs of 4-column lines.
+    let nib = nib && kind == QuantKind::Q4K && k.is_multiple_of(8);
+    let mut p = QuantPacked::zeroed(kind, k, panels, nib);
     // Float offsets per `group` weights, `[panel][k / group][16]`: the float GEMM's layout,
     // filled in the same pass as the integer weights.
     let group = kind.affine_group();
     let kg = group.map_or(0, |g| k / g);
     let mut aff = vec![0.0f32; panels * PANEL * kg];
     let affs = chunks_or_empty(&mut aff, PANEL * kg, panels).into_par_iter();
-    let qs = p.qs.par_chunks_mut(PANEL * k);
+    let qs =
+        p.qs.par_chunks_mut(if nib { PANEL * k / 2 } else { PANEL * k });
     let sc = chunks_or_empty(&mut p.scales, PANEL * nblk * nsub, panels).into_par_iter();
     let corr = p.corr.par_chunks_mut(PANEL * nblk);
     let mins = chunks_or_empty(&mut p.mins, PANEL * nblk * 8, panels).into_par_iter();
@@ -229,20 +296,37 @@ fn pack_quant(kind: QuantKind, n: usize, k: usize, bytes: &[u8], row_bytes: usiz
         .zip(dmin)
         .zip(affs)
         .enumerate()
-        .for_each(|(pi, ((((((qs, sc), corr), mins), d), dmin), aff))| {
-            let rows = PANEL.min(n - pi * PANEL);
-            let src = &bytes[pi * PANEL * row_bytes..][..rows * row_bytes];
-            let dst = PanelMut {
-                qs,
-                sc,
-                corr,
-                mins,
-                d,
-                dmin,
-                aff,
-            };
-            fill_panel(kind, k, src, row_bytes, dst);
-        });
+        .for_each_init(
+            // The byte panel a nibble panel is made from.
+            || {
+                if nib {
+                    vec![0i8; PANEL * k]
+                } else {
+                    Vec::new()
+                }
+            },
+            |bytes_panel, (pi, ((((((qs, sc), corr), mins), d), dmin), aff))| {
+                let rows = PANEL.min(n - pi * PANEL);
+                let src = &bytes[pi * PANEL * row_bytes..][..rows * row_bytes];
+                if nib {
+                    // Rows past `rows` (the last panel) are computed, never stored: zeros.
+                    bytes_panel.fill(0);
+                }
+                let dst = PanelMut {
+                    qs: if nib { bytes_panel.as_mut_slice() } else { qs },
+                    sc,
+                    corr,
+                    mins,
+                    d,
+                    dmin,
+                    aff,
+                };
+                fill_panel(kind, k, src, row_bytes, dst);
+                if nib {
+                    to_nibbles(bytes_panel, qs);
+                }
+            },
+        );
     if group.is_some() {
         p.affine = Some(FloatPacked {
             k: kg,
@@ -252,6 +336,31 @@ fn pack_quant(kind: QuantKind, n: usize, k: usize, bytes: &[u8], row_bytes: usiz
         });
     }
     p
+}
+
+/// One byte panel `[k/4][16][4]` (values 0..=15) as two-to-a-byte lines: line `2j` in the
+/// low nibbles of line `j` of `nib`, line `2j + 1` in the high ones.
+fn to_nibbles(bytes: &[i8], nib: &mut [i8]) {
+    let line = 4 * PANEL;
+    for (out, pair) in nib.chunks_exact_mut(line).zip(bytes.chunks_exact(2 * line)) {
+        let (lo, hi) = pair.split_at(line);
+        for ((o, &l), &h) in out.iter_mut().zip(lo).zip(hi) {
+            debug_assert!((0..16).contains(&l) && (0..16).contains(&h));
+            *o = (l as u8 | (h as u8) << 4) as i8;
+        }
+    }
+}
+
+/// [`to_nibbles`] undone: one nibble panel back into its byte panel.
+fn from_nibbles(nib: &[i8], bytes: &mut [i8]) {
+    let line = 4 * PANEL;
+    for (pair, src) in bytes.chunks_exact_mut(2 * line).zip(nib.chunks_exact(line)) {
+        let (lo, hi) = pair.split_at_mut(line);
+        for ((l, h), &v) in lo.iter_mut().zip(hi).zip(src) {
+            *l = (v as u8 & 0xF) as i8;
+            *h = (v as u8 >> 4) as i8;
+        }
+    }
 }
 
 /// One panel's slices of every [`QuantPacked`] array (`aff`: its float offsets).
@@ -310,7 +419,7 @@ fn fill_panel(kind: QuantKind, k: usize, src: &[u8], row_bytes: usize, p: PanelM
 impl QuantPacked {
     /// `panels` zeroed panels of `kind` weights of `k` columns (arrays the type lacks
     /// empty, no float offsets yet).
-    fn zeroed(kind: QuantKind, k: usize, panels: usize) -> QuantPacked {
+    fn zeroed(kind: QuantKind, k: usize, panels: usize, nib: bool) -> QuantPacked {
         let nblk = k / kind.block();
         let nsub = kind.block() / kind.sub();
         let blocks = panels * PANEL * nblk;
@@ -319,7 +428,8 @@ impl QuantPacked {
             kind,
             k,
             panels,
-            qs: vec![0; panels * PANEL * k],
+            qs: vec![0; panels * PANEL * if nib { k / 2 } else { k }],
+            nib,
             scales: vec![0; if_has(kind.has_scales(), blocks * nsub)],
             corr: vec![0; blocks],
             mins: vec![0; if_has(kind.has_mins(), blocks * 8)],
@@ -334,7 +444,25 @@ impl QuantPacked {
     /// for matmuls over many tokens.
     pub(crate) fn one_panel(kind: QuantKind, k: usize) -> QuantPacked {
         debug_assert!(kind.affine_group().is_none());
-        QuantPacked::zeroed(kind, k, 1)
+        QuantPacked::zeroed(kind, k, 1, false)
+    }
+
+    /// Panel `p` of this nibble matrix into `into`, a [`QuantPacked::one_panel`] buffer of
+    /// the same kind and `k`: what a path without a nibble kernel runs.
+    pub(crate) fn expand_panel(&self, p: usize, into: &mut QuantPacked) {
+        debug_assert!(self.nib && !into.nib && into.kind == self.kind && into.k == self.k);
+        debug_assert!(self.affine.is_none());
+        let k = self.k;
+        from_nibbles(&self.qs[p * PANEL * k / 2..][..PANEL * k / 2], &mut into.qs);
+        // Every other array is `panels` equal chunks, one per panel.
+        fn chunk<T: Copy>(all: &[T], p: usize, dst: &mut [T]) {
+            dst.copy_from_slice(&all[p * dst.len()..][..dst.len()]);
+        }
+        chunk(&self.scales, p, &mut into.scales);
+        chunk(&self.corr, p, &mut into.corr);
+        chunk(&self.mins, p, &mut into.mins);
+        chunk(&self.d, p, &mut into.d);
+        chunk(&self.dmin, p, &mut into.dmin);
     }
 
     /// Decodes up to 16 rows (`src`, ggml's bytes, `row_bytes` each) into this one-panel

@@ -14,7 +14,8 @@ use crate::backend::{AttnShape, Backend, RopeParams, WeightPlan};
 use crate::{Error, Result, RopeStyle};
 
 /// How quantized matrix weights are kept: repacked to int8 panels (fast at every canvas
-/// length, about 8.6 bits per weight) or compact (ggml's blocks, the file's size).
+/// length, about 8.6 bits per weight; Q4_K about 5.9, two weights a byte, where the AVX-512
+/// kernel runs) or compact (ggml's blocks, the file's size).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum WeightLayout {
     /// Repacked, unless that would not fit in the memory available at load
@@ -145,7 +146,8 @@ impl Backend for CpuBackend {
     }
 
     fn plan_weights(&mut self, plan: WeightPlan) -> Result<()> {
-        // Repacked quantized weights take about 8.6 bits each (see lacuna-cpu's `packed`).
+        // Repacked quantized weights take about 8.6 bits each (see lacuna-cpu's `packed`); Q4_K
+        // held two to a byte takes less, so this over-estimates there (on the safe side).
         let repacked = |elements: u64| elements.saturating_mul(43) / 40;
         let Some(budget) = mem_available().map(|avail| avail / 10 * 9) else {
             return Ok(());

@@ -87,6 +87,26 @@ proptest! {
         }
     }
 
+    /// Q4_K's two-to-a-byte panels give the byte panels' bits on every path (natively on
+    /// AVX-512 VNNI and AMX, expanded panel by panel elsewhere), over 1..=130 tokens.
+    #[test]
+    fn nibble_panels_equal_byte_panels((t, n, kb, seed, scale) in shape(), extra in 0usize..31) {
+        let mut rng = Rng(seed | 1);
+        let (ty, t, k) = (GgmlType::Q4_K, t + extra, kb * 256);
+        let bytes = weights(ty, n, k, &mut rng, scale);
+        let held = PackedWeight::new_with(ty, n, k, &bytes, false).unwrap();
+        let nib = PackedWeight::new_with(ty, n, k, &bytes, true).unwrap();
+        prop_assert!(nib.holds_nibbles() && !held.holds_nibbles());
+        prop_assert!(nib.packed_bytes() < held.packed_bytes());
+        let x = acts(t, k, &mut rng, scale);
+        let want = run(Path::Scalar, &held, &x, t);
+        for path in Path::available() {
+            let got = run(path, &nib, &x, t);
+            let same = got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits());
+            prop_assert!(same, "nibbles on {path}: t={t} n={n} k={k}");
+        }
+    }
+
     /// `matmul_rows` writes each row to its own buffer (here in a shuffled order, as a
     /// batch's canvases lie in memory) exactly the bits `matmul` writes to that row, for
     /// every layout (repacked, compact over few and many tokens, float) on every path.

@@ -68,3 +68,46 @@ fn quant_layout_interleaves_rows_by_16_and_groups_of_4() {
     }
     assert_eq!(w.packed_bytes(), 2 * PANEL * k + 4 * (2 * PANEL * 2 * 2));
 }
+
+#[test]
+fn nibble_panels_hold_line_pairs_and_expand_back() {
+    // Q4_K rows of 256 random nibbles (the values 0..=15 a byte panel holds for Q4_K).
+    let mut rng = crate::testing::Rng(7);
+    let (n, k) = (21, 512);
+    let bytes = crate::testing::weights(GgmlType::Q4_K, n, k, &mut rng, 1.0);
+    let held = PackedWeight::new_with(GgmlType::Q4_K, n, k, &bytes, false).unwrap();
+    let nib = PackedWeight::new_with(GgmlType::Q4_K, n, k, &bytes, true).unwrap();
+    let (Inner::Quant(b), Inner::Quant(q)) = (&held.inner, &nib.inner) else {
+        panic!("quantized layouts expected");
+    };
+    assert!(q.nib && !b.nib);
+    assert_eq!(q.qs.len() * 2, b.qs.len());
+    // Byte j of line pair l: line 2l in the low nibble, line 2l + 1 in the high one.
+    let line = 4 * PANEL;
+    for (l, pair) in b.qs.chunks_exact(2 * line).enumerate() {
+        for j in 0..line {
+            let v = q.qs[l * line + j] as u8;
+            assert_eq!((v & 0xF) as i8, pair[j]);
+            assert_eq!((v >> 4) as i8, pair[line + j]);
+        }
+    }
+    // Every panel expands back to the byte panel, scales and constants included.
+    let mut one = QuantPacked::one_panel(QuantKind::Q4K, k);
+    for p in 0..q.panels {
+        q.expand_panel(p, &mut one);
+        let at = |len: usize| p * len..(p + 1) * len;
+        assert_eq!(one.qs[..], b.qs[at(PANEL * k)]);
+        assert_eq!(one.scales[..], b.scales[at(one.scales.len())]);
+        assert_eq!(one.corr[..], b.corr[at(one.corr.len())]);
+        assert_eq!(one.mins[..], b.mins[at(one.mins.len())]);
+        assert_eq!(one.d[..], b.d[at(one.d.len())]);
+        assert_eq!(one.dmin[..], b.dmin[at(one.dmin.len())]);
+    }
+    // Other types ignore the request.
+    let q8 = crate::testing::weights(GgmlType::Q8_0, n, k, &mut rng, 1.0);
+    assert!(
+        !PackedWeight::new_with(GgmlType::Q8_0, n, k, &q8, true)
+            .unwrap()
+            .holds_nibbles()
+    );
+}

@@ -31,25 +31,28 @@ fn balanced(left: usize, max: usize) -> usize {
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
 pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usize, out: Out) {
     macro_rules! go {
-        ($sub:literal, $sc:literal, $mins:literal) => {{
+        ($sub:literal, $sc:literal, $mins:literal) => {
+            go!($sub, $sc, $mins, false)
+        };
+        ($sub:literal, $sc:literal, $mins:literal, $nib:literal) => {{
             let mut t0 = 0;
             while t0 < out.t {
                 let tt = balanced(out.t - t0, TT);
                 // SAFETY: same contract as this function; tile bounds checked here.
                 unsafe {
                     match (np, tt) {
-                        (2, 6) => tile::<2, 6, $sub, $sc, $mins>(w, a, p0, t0, out),
-                        (2, 5) => tile::<2, 5, $sub, $sc, $mins>(w, a, p0, t0, out),
-                        (2, 4) => tile::<2, 4, $sub, $sc, $mins>(w, a, p0, t0, out),
-                        (2, 3) => tile::<2, 3, $sub, $sc, $mins>(w, a, p0, t0, out),
-                        (2, 2) => tile::<2, 2, $sub, $sc, $mins>(w, a, p0, t0, out),
-                        (2, _) => tile::<2, 1, $sub, $sc, $mins>(w, a, p0, t0, out),
-                        (_, 6) => tile::<1, 6, $sub, $sc, $mins>(w, a, p0, t0, out),
-                        (_, 5) => tile::<1, 5, $sub, $sc, $mins>(w, a, p0, t0, out),
-                        (_, 4) => tile::<1, 4, $sub, $sc, $mins>(w, a, p0, t0, out),
-                        (_, 3) => tile::<1, 3, $sub, $sc, $mins>(w, a, p0, t0, out),
-                        (_, 2) => tile::<1, 2, $sub, $sc, $mins>(w, a, p0, t0, out),
-                        (_, _) => tile::<1, 1, $sub, $sc, $mins>(w, a, p0, t0, out),
+                        (2, 6) => tile::<2, 6, $sub, $sc, $mins, $nib>(w, a, p0, t0, out),
+                        (2, 5) => tile::<2, 5, $sub, $sc, $mins, $nib>(w, a, p0, t0, out),
+                        (2, 4) => tile::<2, 4, $sub, $sc, $mins, $nib>(w, a, p0, t0, out),
+                        (2, 3) => tile::<2, 3, $sub, $sc, $mins, $nib>(w, a, p0, t0, out),
+                        (2, 2) => tile::<2, 2, $sub, $sc, $mins, $nib>(w, a, p0, t0, out),
+                        (2, _) => tile::<2, 1, $sub, $sc, $mins, $nib>(w, a, p0, t0, out),
+                        (_, 6) => tile::<1, 6, $sub, $sc, $mins, $nib>(w, a, p0, t0, out),
+                        (_, 5) => tile::<1, 5, $sub, $sc, $mins, $nib>(w, a, p0, t0, out),
+                        (_, 4) => tile::<1, 4, $sub, $sc, $mins, $nib>(w, a, p0, t0, out),
+                        (_, 3) => tile::<1, 3, $sub, $sc, $mins, $nib>(w, a, p0, t0, out),
+                        (_, 2) => tile::<1, 2, $sub, $sc, $mins, $nib>(w, a, p0, t0, out),
+                        (_, _) => tile::<1, 1, $sub, $sc, $mins, $nib>(w, a, p0, t0, out),
                     }
                 }
                 t0 += tt;
@@ -57,6 +60,7 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
         }};
     }
     match w.kind {
+        QuantKind::Q4K if w.nib => go!(32, true, true, true),
         QuantKind::Q4K | QuantKind::Q5K => go!(32, true, true),
         QuantKind::Q2K | QuantKind::Q3K | QuantKind::Q6K => go!(16, true, false),
         QuantKind::IQ4XS => go!(32, true, false),
@@ -70,7 +74,8 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
     }
 }
 
-/// One register tile: panels `p0..p0+R`, tokens `t0..t0+T`, all of K.
+/// One register tile: panels `p0..p0+R`, tokens `t0..t0+T`, all of K; with `NIB` the
+/// weights are two to a byte (`w.nib`), split into the two lines they hold when loaded.
 ///
 /// # Safety
 /// AVX-512 F/BW/VNNI; `p0 + R <= w.panels`, `t0 + T <= out.t`, `a` prepared for `w`.
@@ -81,6 +86,7 @@ unsafe fn tile<
     const SUB: usize,
     const SCALES: bool,
     const MINS: bool,
+    const NIB: bool,
 >(
     w: &QuantPacked,
     a: &Acts,
@@ -96,10 +102,14 @@ unsafe fn tile<
     debug_assert!(a.q.len() >= (t0 + T) * k && a.d.len() >= (t0 + T) * nblk);
     // Plain loops, not `array::from_fn`: its closures are not inlined into this
     // AVX-512 function.
+    debug_assert!(NIB == w.nib);
+    let panel_bytes = if NIB { PANEL * k / 2 } else { PANEL * k };
     let mut qs = [std::ptr::null::<i8>(); R];
     for (r, q) in qs.iter_mut().enumerate() {
-        *q = w.qs[(p0 + r) * PANEL * k..].as_ptr();
+        *q = w.qs[(p0 + r) * panel_bytes..].as_ptr();
     }
+    let low4 = _mm512_set1_epi8(0x0F);
+    let mut high = [_mm512_setzero_si512(); R];
     let mut xq = [std::ptr::null::<u8>(); T];
     for (t, x) in xq.iter_mut().enumerate() {
         *x = a.q[(t0 + t) * k..].as_ptr();
@@ -112,12 +122,22 @@ unsafe fn tile<
             let k0 = b * block + s * SUB;
             for g in 0..SUB / 4 {
                 let kk = k0 + 4 * g;
-                // SAFETY: kk + 4 <= k: the 64-byte line (kk/4) of each panel and 4 bytes of
-                // each token row are in bounds.
+                // SAFETY: kk + 4 <= k: the 64-byte line (kk/4) of each panel (with NIB,
+                // line kk/8 of its half-size panel, kk a multiple of 8 there) and 4 bytes
+                // of each token row are in bounds.
                 unsafe {
                     let mut wv = [_mm512_setzero_si512(); R];
                     for r in 0..R {
-                        wv[r] = _mm512_loadu_si512(qs[r].add(kk * PANEL).cast());
+                        wv[r] = if !NIB {
+                            _mm512_loadu_si512(qs[r].add(kk * PANEL).cast())
+                        } else if g % 2 == 0 {
+                            // Lines kk/4 (low nibbles) and kk/4 + 1 (high) at byte kk * 8.
+                            let v = _mm512_loadu_si512(qs[r].add(kk * PANEL / 2).cast());
+                            high[r] = _mm512_and_si512(_mm512_srli_epi16::<4>(v), low4);
+                            _mm512_and_si512(v, low4)
+                        } else {
+                            high[r]
+                        };
                     }
                     for t in 0..T {
                         let xb = _mm512_set1_epi32(xq[t].add(kk).cast::<i32>().read_unaligned());

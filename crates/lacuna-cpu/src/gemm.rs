@@ -31,7 +31,7 @@ use rayon::prelude::*;
 use crate::acts::Acts;
 use crate::compact::{self, CompactQuant};
 use crate::out::Out;
-use crate::packed::{FloatPacked, Inner, PANEL, QuantPacked, reads_nibbles};
+use crate::packed::{FloatPacked, Inner, PANEL, QuantPacked, reads_small};
 use crate::{Error, PackedWeight, Path};
 
 #[cfg(target_arch = "aarch64")]
@@ -133,7 +133,7 @@ fn run(
     let mut per_task = 2;
     #[cfg(target_arch = "x86_64")]
     if let (Path::Amx, Inner::Quant(q)) = (path, &w.inner)
-        && !q.nib
+        && !q.small
         && x86::amx::uses_tiles(q.kind, t)
     {
         ws.acts.prepare_tiles(t, k, x86::amx::TOKEN_STEP);
@@ -151,10 +151,10 @@ fn run(
     }
     let acts = &ws.acts;
     match &w.inner {
-        Inner::Quant(q) if q.nib && !reads_nibbles(path) => nibbles_by_panels(path, q, acts, out),
+        Inner::Quant(q) if q.small && !reads_small(path) => small_by_panels(path, q, acts, out),
         Inner::Quant(q) => {
-            // AMX's tiles take bytes: its nibble matrices run on the AVX-512 kernel.
-            let kernel = quant_kernel(if q.nib && path == Path::Amx {
+            // AMX's tiles take the byte form: its small matrices run on the AVX-512 kernel.
+            let kernel = quant_kernel(if q.small && path == Path::Amx {
                 Path::Avx512Vnni
             } else {
                 path
@@ -217,10 +217,10 @@ fn compact_by_panels(path: Path, w: &CompactQuant, acts: &Acts, n: usize, out: O
     );
 }
 
-/// A nibble matrix ([`QuantPacked::nib`]) on a path whose kernel reads bytes: each panel
-/// expanded into a per-task one-panel byte buffer, then that kernel: the same bits as the
-/// byte layout, slower (packing picks nibbles only where a kernel reads them).
-fn nibbles_by_panels(path: Path, w: &QuantPacked, acts: &Acts, out: Out) {
+/// A small matrix ([`QuantPacked::small`]) on a path whose kernel reads the byte form:
+/// each panel expanded into a per-task one-panel buffer, then that kernel: the same bits,
+/// slower (packing picks the small form only where a kernel reads it).
+fn small_by_panels(path: Path, w: &QuantPacked, acts: &Acts, out: Out) {
     let kernel = quant_kernel(path);
     (0..w.panels).into_par_iter().for_each_init(
         || QuantPacked::one_panel(w.kind, w.k),

@@ -9,12 +9,14 @@
 //! to f32 `[panel][block][16]`. The cost is memory: about 8.6 bits per weight for every
 //! quantized type (Q4_K is 4.5 in the file).
 //!
-//! Q4_K's weights (0..=15) can instead be held two to a byte ([`QuantPacked::nib`]): lines
+//! Q4_K's weights (0..=15) can instead be held two to a byte (the small form, [`QuantPacked::small`]): lines
 //! `2j` and `2j + 1` of the layout above share one 64-byte line, the first in the low
-//! nibbles, and a kernel splits it with a mask and a shift. That halves the largest array (Q4_K
-//! at about 4.6 bits per weight plus its scales) and the bytes a pass streams; the values,
-//! and so every result, are the same. The AVX-512 kernel reads it natively and packing picks
-//! it where that kernel runs ([`nibbles_for`]); every other path runs such a matrix one
+//! nibbles, and a kernel splits it with a mask and a shift. In that form the integer scales
+//! and mins of every K-quant without float offsets (Q3_K to Q6_K, IQ4_XS) are held as i8 and
+//! widened when loaded (Q6_K: 8.75 bits per weight instead of 10.25). That is about 4.9 bits per weight (1.08x the
+//! file) instead of 9.9, and half the bytes a pass streams; the values, and so every
+//! result, are the same. The AVX-512 kernel reads this form, and packing picks it where that
+//! kernel is the active path ([`small_for`]); every other path runs such a matrix one
 //! panel at a time, expanded into the byte layout.
 //!
 //! Q2_K's mins (per 16 weights) and Q4_1/Q5_1's offsets (per 32) are kept as a small float
@@ -44,6 +46,8 @@ pub struct PackedWeight {
     pub(crate) inner: Inner,
 }
 
+// One per matrix, beside megabytes of weights: boxing the large variant would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub(crate) enum Inner {
     Quant(QuantPacked),
@@ -61,14 +65,19 @@ pub(crate) struct QuantPacked {
     /// `[panel][k/4][16][4]` signed weights, or with [`QuantPacked::nib`]
     /// `[panel][k/8][16][4]` bytes of two weights each (see the module docs).
     pub(crate) qs: Vec<i8>,
-    /// Whether `qs` holds two weights a byte (Q4_K only).
-    pub(crate) nib: bool,
+    /// The small form (see the module docs): `scales8` and `mins8` stand for `scales` and
+    /// `mins` (empty), narrowed to i8, and for Q4_K `qs` holds two weights a byte.
+    pub(crate) small: bool,
     /// `[panel][k/sub][16]` integer scales (empty when the type has none).
     pub(crate) scales: Vec<i32>,
     /// `[panel][block][16]`: `128 * sum_sub(sc * sum(q))`, the bias of `u8 = q + 128` acts.
     pub(crate) corr: Vec<i32>,
     /// `[panel][block][4][16][2]` mins (Q4_K/Q5_K only).
     pub(crate) mins: Vec<i16>,
+    /// `scales` as i8, for the nibble form.
+    pub(crate) scales8: Vec<i8>,
+    /// `mins` as i8, for the nibble form.
+    pub(crate) mins8: Vec<i8>,
     /// `[panel][block][16]` super-scale `d`.
     pub(crate) d: Vec<f32>,
     /// `[panel][block][16]` super-scale `dmin` (Q4_K/Q5_K only).
@@ -97,25 +106,25 @@ impl PackedWeight {
             return Err(Error::UnsupportedType { ty });
         }
         let row_bytes = check_bytes(ty, n, k, bytes)?;
-        let nib = Path::active().is_ok_and(nibbles_for);
-        PackedWeight::pack(ty, n, k, bytes, row_bytes, nib)
+        let small = Path::active().is_ok_and(small_for);
+        PackedWeight::pack(ty, n, k, bytes, row_bytes, small)
     }
 
-    /// [`PackedWeight::new`] with Q4_K's weights held two to a byte or not, whatever the
-    /// active path (tests run both forms on every path; other types ignore `nibbles`).
+    /// [`PackedWeight::new`] in the small form or not, whatever the active path (tests run
+    /// both forms on every path; types without integer scales ignore `small`).
     #[cfg(test)]
     pub(crate) fn new_with(
         ty: GgmlType,
         n: usize,
         k: usize,
         bytes: &[u8],
-        nibbles: bool,
+        small: bool,
     ) -> Result<PackedWeight, Error> {
         if !PackedWeight::supports(ty) {
             return Err(Error::UnsupportedType { ty });
         }
         let row_bytes = check_bytes(ty, n, k, bytes)?;
-        PackedWeight::pack(ty, n, k, bytes, row_bytes, nibbles)
+        PackedWeight::pack(ty, n, k, bytes, row_bytes, small)
     }
 
     fn pack(
@@ -124,18 +133,19 @@ impl PackedWeight {
         k: usize,
         bytes: &[u8],
         row_bytes: usize,
-        nib: bool,
+        small: bool,
     ) -> Result<PackedWeight, Error> {
         let inner = match QuantKind::of(ty) {
-            Some(kind) => Inner::Quant(pack_quant(kind, n, k, bytes, row_bytes, nib)),
+            Some(kind) => Inner::Quant(pack_quant(kind, n, k, bytes, row_bytes, small)),
             None => Inner::Float(pack_float(ty, n, k, bytes)),
         };
         Ok(PackedWeight { ty, n, k, inner })
     }
 
-    /// Whether Q4_K weights are held two to a byte (see the module docs).
-    pub fn holds_nibbles(&self) -> bool {
-        matches!(&self.inner, Inner::Quant(q) if q.nib)
+    /// Whether the weight is held in the small form (see the module docs): Q4_K two weights
+    /// a byte, integer scales and mins as i8.
+    pub fn is_small(&self) -> bool {
+        matches!(&self.inner, Inner::Quant(q) if q.small)
     }
 
     /// Keeps `n` rows of `k` quantized elements of type `ty` in ggml's block layout, the
@@ -196,6 +206,8 @@ impl PackedWeight {
         match &self.inner {
             Inner::Quant(q) => {
                 q.qs.len()
+                    + q.scales8.len()
+                    + q.mins8.len()
                     + 4 * (q.scales.len() + q.corr.len() + q.d.len() + q.dmin.len())
                     + 2 * q.mins.len()
                     + q.affine.as_ref().map_or(0, |f| 4 * f.w.len())
@@ -249,15 +261,16 @@ fn check_bytes(ty: GgmlType, n: usize, k: usize, bytes: &[u8]) -> Result<usize, 
     Ok(row_bytes)
 }
 
-/// Whether packing for `path` holds Q4_K's weights two to a byte: where the path's kernel
-/// reads them natively (AVX-512 VNNI, and AMX, whose matrices then run on that kernel) and
-/// `LACUNA_PANEL_NIBBLES=0` (a diagnostic, for A/B measurements) does not say otherwise.
-pub(crate) fn nibbles_for(path: Path) -> bool {
-    reads_nibbles(path) && std::env::var("LACUNA_PANEL_NIBBLES").map_or(true, |v| v != "0")
+/// Whether packing for `path` picks the small form: on AVX-512 VNNI, whose kernel reads
+/// it, unless `LACUNA_SMALL_PANELS=0` (a diagnostic, for A/B measurements). Not on AMX: its
+/// tiles take bytes, and a small matrix there would run every canvas on the AVX-512 kernel.
+pub(crate) fn small_for(path: Path) -> bool {
+    path == Path::Avx512Vnni && std::env::var("LACUNA_SMALL_PANELS").map_or(true, |v| v != "0")
 }
 
-/// Whether `path`'s quantized kernel reads Q4_K's two-to-a-byte panels natively.
-pub(crate) fn reads_nibbles(path: Path) -> bool {
+/// Whether `path` runs small panels without expanding them (AMX through the AVX-512
+/// kernel).
+pub(crate) fn reads_small(path: Path) -> bool {
     matches!(path, Path::Avx512Vnni | Path::Amx)
 }
 
@@ -267,23 +280,24 @@ fn pack_quant(
     k: usize,
     bytes: &[u8],
     row_bytes: usize,
-    nib: bool,
+    small: bool,
 ) -> QuantPacked {
+    // The small form narrows integer scales; types with float offsets keep the byte form.
+    if small && kind.has_scales() && kind.affine_group().is_none() {
+        return pack_small(kind, n, k, bytes, row_bytes);
+    }
     let panels = n.div_ceil(PANEL);
     let block = kind.block();
     let nblk = k / block;
     let nsub = block / kind.sub();
-    // Two weights a byte needs values in 0..=15 and pairs of 4-column lines.
-    let nib = nib && kind == QuantKind::Q4K && k.is_multiple_of(8);
-    let mut p = QuantPacked::zeroed(kind, k, panels, nib);
+    let mut p = QuantPacked::zeroed(kind, k, panels, false);
     // Float offsets per `group` weights, `[panel][k / group][16]`: the float GEMM's layout,
     // filled in the same pass as the integer weights.
     let group = kind.affine_group();
     let kg = group.map_or(0, |g| k / g);
     let mut aff = vec![0.0f32; panels * PANEL * kg];
     let affs = chunks_or_empty(&mut aff, PANEL * kg, panels).into_par_iter();
-    let qs =
-        p.qs.par_chunks_mut(if nib { PANEL * k / 2 } else { PANEL * k });
+    let qs = p.qs.par_chunks_mut(PANEL * k);
     let sc = chunks_or_empty(&mut p.scales, PANEL * nblk * nsub, panels).into_par_iter();
     let corr = p.corr.par_chunks_mut(PANEL * nblk);
     let mins = chunks_or_empty(&mut p.mins, PANEL * nblk * 8, panels).into_par_iter();
@@ -296,37 +310,20 @@ fn pack_quant(
         .zip(dmin)
         .zip(affs)
         .enumerate()
-        .for_each_init(
-            // The byte panel a nibble panel is made from.
-            || {
-                if nib {
-                    vec![0i8; PANEL * k]
-                } else {
-                    Vec::new()
-                }
-            },
-            |bytes_panel, (pi, ((((((qs, sc), corr), mins), d), dmin), aff))| {
-                let rows = PANEL.min(n - pi * PANEL);
-                let src = &bytes[pi * PANEL * row_bytes..][..rows * row_bytes];
-                if nib {
-                    // Rows past `rows` (the last panel) are computed, never stored: zeros.
-                    bytes_panel.fill(0);
-                }
-                let dst = PanelMut {
-                    qs: if nib { bytes_panel.as_mut_slice() } else { qs },
-                    sc,
-                    corr,
-                    mins,
-                    d,
-                    dmin,
-                    aff,
-                };
-                fill_panel(kind, k, src, row_bytes, dst);
-                if nib {
-                    to_nibbles(bytes_panel, qs);
-                }
-            },
-        );
+        .for_each(|(pi, ((((((qs, sc), corr), mins), d), dmin), aff))| {
+            let rows = PANEL.min(n - pi * PANEL);
+            let src = &bytes[pi * PANEL * row_bytes..][..rows * row_bytes];
+            let dst = PanelMut {
+                qs,
+                sc,
+                corr,
+                mins,
+                d,
+                dmin,
+                aff,
+            };
+            fill_panel(kind, k, src, row_bytes, dst);
+        });
     if group.is_some() {
         p.affine = Some(FloatPacked {
             k: kg,
@@ -336,6 +333,60 @@ fn pack_quant(
         });
     }
     p
+}
+
+/// [`pack_quant`] in the small form: each panel decoded into a byte panel, then its
+/// integer scales and mins narrowed to i8 and (Q4_K) its weights paired into nibbles.
+fn pack_small(kind: QuantKind, n: usize, k: usize, bytes: &[u8], row_bytes: usize) -> QuantPacked {
+    let panels = n.div_ceil(PANEL);
+    let nblk = k / kind.block();
+    let nsub = kind.block() / kind.sub();
+    let mut p = QuantPacked::zeroed(kind, k, panels, true);
+    let p_nib = p.nib();
+    p.qs.par_chunks_mut(PANEL * if p_nib { k / 2 } else { k })
+        .zip(p.scales8.par_chunks_mut(PANEL * nblk * nsub))
+        .zip(p.corr.par_chunks_mut(PANEL * nblk))
+        // Types without mins have empty `mins8` and `dmin`: one empty slice per panel.
+        .zip(chunks_or_empty(&mut p.mins8, PANEL * nblk * 8, panels))
+        .zip(p.d.par_chunks_mut(PANEL * nblk))
+        .zip(chunks_or_empty(&mut p.dmin, PANEL * nblk, panels))
+        .enumerate()
+        .for_each_init(
+            || QuantPacked::one_panel(kind, k),
+            |one, (pi, (((((qs, sc), corr), mins), d), dmin))| {
+                let rows = PANEL.min(n - pi * PANEL);
+                // Rows past `rows` (the last panel) are computed, never stored: zeros.
+                if rows < PANEL {
+                    *one = QuantPacked::one_panel(kind, k);
+                }
+                one.refill(
+                    &bytes[pi * PANEL * row_bytes..][..rows * row_bytes],
+                    row_bytes,
+                );
+                if p_nib {
+                    to_nibbles(&one.qs, qs);
+                } else {
+                    qs.copy_from_slice(&one.qs);
+                }
+                for (o, &v) in sc.iter_mut().zip(&one.scales) {
+                    *o = narrow(v);
+                }
+                for (o, &v) in mins.iter_mut().zip(&one.mins) {
+                    *o = narrow(i32::from(v));
+                }
+                corr.copy_from_slice(&one.corr);
+                d.copy_from_slice(&one.d);
+                dmin.copy_from_slice(&one.dmin);
+            },
+        );
+    p
+}
+
+/// An integer scale or min as the i8 the small form holds (every K-quant's fits: 4 to 8
+/// bits).
+fn narrow(v: i32) -> i8 {
+    debug_assert!(i8::try_from(v).is_ok());
+    v as i8
 }
 
 /// One byte panel `[k/4][16][4]` (values 0..=15) as two-to-a-byte lines: line `2j` in the
@@ -419,7 +470,8 @@ fn fill_panel(kind: QuantKind, k: usize, src: &[u8], row_bytes: usize, p: PanelM
 impl QuantPacked {
     /// `panels` zeroed panels of `kind` weights of `k` columns (arrays the type lacks
     /// empty, no float offsets yet).
-    fn zeroed(kind: QuantKind, k: usize, panels: usize, nib: bool) -> QuantPacked {
+    fn zeroed(kind: QuantKind, k: usize, panels: usize, small: bool) -> QuantPacked {
+        let nib = small && kind == QuantKind::Q4K;
         let nblk = k / kind.block();
         let nsub = kind.block() / kind.sub();
         let blocks = panels * PANEL * nblk;
@@ -429,10 +481,12 @@ impl QuantPacked {
             k,
             panels,
             qs: vec![0; panels * PANEL * if nib { k / 2 } else { k }],
-            nib,
-            scales: vec![0; if_has(kind.has_scales(), blocks * nsub)],
+            small,
+            scales: vec![0; if_has(kind.has_scales() && !small, blocks * nsub)],
+            scales8: vec![0; if_has(kind.has_scales() && small, blocks * nsub)],
             corr: vec![0; blocks],
-            mins: vec![0; if_has(kind.has_mins(), blocks * 8)],
+            mins: vec![0; if_has(kind.has_mins() && !small, blocks * 8)],
+            mins8: vec![0; if_has(kind.has_mins() && small, blocks * 8)],
             d: vec![0.0; blocks],
             dmin: vec![0.0; if_has(kind.has_mins(), blocks)],
             affine: None,
@@ -447,20 +501,35 @@ impl QuantPacked {
         QuantPacked::zeroed(kind, k, 1, false)
     }
 
-    /// Panel `p` of this nibble matrix into `into`, a [`QuantPacked::one_panel`] buffer of
-    /// the same kind and `k`: what a path without a nibble kernel runs.
+    /// Whether `qs` holds two weights a byte: Q4_K in the small form.
+    pub(crate) fn nib(&self) -> bool {
+        self.small && self.kind == QuantKind::Q4K
+    }
+
+    /// Panel `p` of this small matrix into `into`, a [`QuantPacked::one_panel`] buffer of
+    /// the same kind and `k`: what a path without a small-form kernel runs.
     pub(crate) fn expand_panel(&self, p: usize, into: &mut QuantPacked) {
-        debug_assert!(self.nib && !into.nib && into.kind == self.kind && into.k == self.k);
+        debug_assert!(self.small && !into.small && into.kind == self.kind && into.k == self.k);
         debug_assert!(self.affine.is_none());
         let k = self.k;
-        from_nibbles(&self.qs[p * PANEL * k / 2..][..PANEL * k / 2], &mut into.qs);
+        if self.nib() {
+            from_nibbles(&self.qs[p * PANEL * k / 2..][..PANEL * k / 2], &mut into.qs);
+        } else {
+            into.qs
+                .copy_from_slice(&self.qs[p * PANEL * k..][..PANEL * k]);
+        }
         // Every other array is `panels` equal chunks, one per panel.
         fn chunk<T: Copy>(all: &[T], p: usize, dst: &mut [T]) {
             dst.copy_from_slice(&all[p * dst.len()..][..dst.len()]);
         }
-        chunk(&self.scales, p, &mut into.scales);
+        let (sc, mins) = (into.scales.len(), into.mins.len());
+        for (o, &v) in into.scales.iter_mut().zip(&self.scales8[p * sc..][..sc]) {
+            *o = i32::from(v);
+        }
+        for (o, &v) in into.mins.iter_mut().zip(&self.mins8[p * mins..][..mins]) {
+            *o = i16::from(v);
+        }
         chunk(&self.corr, p, &mut into.corr);
-        chunk(&self.mins, p, &mut into.mins);
         chunk(&self.d, p, &mut into.d);
         chunk(&self.dmin, p, &mut into.dmin);
     }

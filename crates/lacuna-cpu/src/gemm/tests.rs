@@ -87,23 +87,29 @@ proptest! {
         }
     }
 
-    /// Q4_K's two-to-a-byte panels give the byte panels' bits on every path (natively on
-    /// AVX-512 VNNI and AMX, expanded panel by panel elsewhere), over 1..=130 tokens.
+    /// The small form (Q4_K two weights a byte, i8 scales and mins) gives the byte form's
+    /// bits for every quantized type on every path (natively on AVX-512 VNNI and AMX,
+    /// expanded panel by panel elsewhere), over 1..=130 tokens.
     #[test]
-    fn nibble_panels_equal_byte_panels((t, n, kb, seed, scale) in shape(), extra in 0usize..31) {
+    fn small_panels_equal_byte_panels((t, n, kb, seed, scale) in shape(), extra in 0usize..31) {
         let mut rng = Rng(seed | 1);
-        let (ty, t, k) = (GgmlType::Q4_K, t + extra, kb * 256);
-        let bytes = weights(ty, n, k, &mut rng, scale);
-        let held = PackedWeight::new_with(ty, n, k, &bytes, false).unwrap();
-        let nib = PackedWeight::new_with(ty, n, k, &bytes, true).unwrap();
-        prop_assert!(nib.holds_nibbles() && !held.holds_nibbles());
-        prop_assert!(nib.packed_bytes() < held.packed_bytes());
-        let x = acts(t, k, &mut rng, scale);
-        let want = run(Path::Scalar, &held, &x, t);
-        for path in Path::available() {
-            let got = run(path, &nib, &x, t);
-            let same = got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits());
-            prop_assert!(same, "nibbles on {path}: t={t} n={n} k={k}");
+        let t = t + extra;
+        for ty in quant_types() {
+            let k = kb * if ty.block_size() == 256 { 256 } else { 64 };
+            let bytes = weights(ty, n, k, &mut rng, scale);
+            let held = PackedWeight::new_with(ty, n, k, &bytes, false).unwrap();
+            let small = PackedWeight::new_with(ty, n, k, &bytes, true).unwrap();
+            prop_assert!(!held.is_small());
+            if small.is_small() {
+                prop_assert!(small.packed_bytes() < held.packed_bytes(), "{ty}");
+            }
+            let x = acts(t, k, &mut rng, scale);
+            let want = run(Path::Scalar, &held, &x, t);
+            for path in Path::available() {
+                let got = run(path, &small, &x, t);
+                let same = got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits());
+                prop_assert!(same, "small {ty} on {path}: t={t} n={n} k={k}");
+            }
         }
     }
 

@@ -70,17 +70,17 @@ fn quant_layout_interleaves_rows_by_16_and_groups_of_4() {
 }
 
 #[test]
-fn nibble_panels_hold_line_pairs_and_expand_back() {
+fn small_panels_hold_nibble_line_pairs_and_expand_back() {
     // Q4_K rows of 256 random nibbles (the values 0..=15 a byte panel holds for Q4_K).
     let mut rng = crate::testing::Rng(7);
     let (n, k) = (21, 512);
     let bytes = crate::testing::weights(GgmlType::Q4_K, n, k, &mut rng, 1.0);
     let held = PackedWeight::new_with(GgmlType::Q4_K, n, k, &bytes, false).unwrap();
-    let nib = PackedWeight::new_with(GgmlType::Q4_K, n, k, &bytes, true).unwrap();
-    let (Inner::Quant(b), Inner::Quant(q)) = (&held.inner, &nib.inner) else {
+    let small = PackedWeight::new_with(GgmlType::Q4_K, n, k, &bytes, true).unwrap();
+    let (Inner::Quant(b), Inner::Quant(q)) = (&held.inner, &small.inner) else {
         panic!("quantized layouts expected");
     };
-    assert!(q.nib && !b.nib);
+    assert!(q.nib() && !b.nib());
     assert_eq!(q.qs.len() * 2, b.qs.len());
     // Byte j of line pair l: line 2l in the low nibble, line 2l + 1 in the high one.
     let line = 4 * PANEL;
@@ -103,11 +103,19 @@ fn nibble_panels_hold_line_pairs_and_expand_back() {
         assert_eq!(one.d[..], b.d[at(one.d.len())]);
         assert_eq!(one.dmin[..], b.dmin[at(one.dmin.len())]);
     }
-    // Other types ignore the request.
-    let q8 = crate::testing::weights(GgmlType::Q8_0, n, k, &mut rng, 1.0);
-    assert!(
-        !PackedWeight::new_with(GgmlType::Q8_0, n, k, &q8, true)
-            .unwrap()
-            .holds_nibbles()
-    );
+    // Types without integer scales, or with float offsets, keep the byte form; Q6_K takes
+    // i8 scales with its bytes.
+    for (ty, is_small) in [
+        (GgmlType::Q8_0, false),
+        (GgmlType::Q2_K, false),
+        (GgmlType::Q6_K, true),
+    ] {
+        let w = crate::testing::weights(ty, n, k, &mut rng, 1.0);
+        let p = PackedWeight::new_with(ty, n, k, &w, true).unwrap();
+        assert_eq!(p.is_small(), is_small, "{ty}");
+        let Inner::Quant(q) = &p.inner else {
+            panic!("quantized")
+        };
+        assert!(!q.nib());
+    }
 }

@@ -32,27 +32,27 @@ fn balanced(left: usize, max: usize) -> usize {
 pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usize, out: Out) {
     macro_rules! go {
         ($sub:literal, $sc:literal, $mins:literal) => {
-            go!($sub, $sc, $mins, false)
+            go!($sub, $sc, $mins, false, false)
         };
-        ($sub:literal, $sc:literal, $mins:literal, $nib:literal) => {{
+        ($sub:literal, $sc:literal, $mins:literal, $nib:literal, $small:literal) => {{
             let mut t0 = 0;
             while t0 < out.t {
                 let tt = balanced(out.t - t0, TT);
                 // SAFETY: same contract as this function; tile bounds checked here.
                 unsafe {
                     match (np, tt) {
-                        (2, 6) => tile::<2, 6, $sub, $sc, $mins, $nib>(w, a, p0, t0, out),
-                        (2, 5) => tile::<2, 5, $sub, $sc, $mins, $nib>(w, a, p0, t0, out),
-                        (2, 4) => tile::<2, 4, $sub, $sc, $mins, $nib>(w, a, p0, t0, out),
-                        (2, 3) => tile::<2, 3, $sub, $sc, $mins, $nib>(w, a, p0, t0, out),
-                        (2, 2) => tile::<2, 2, $sub, $sc, $mins, $nib>(w, a, p0, t0, out),
-                        (2, _) => tile::<2, 1, $sub, $sc, $mins, $nib>(w, a, p0, t0, out),
-                        (_, 6) => tile::<1, 6, $sub, $sc, $mins, $nib>(w, a, p0, t0, out),
-                        (_, 5) => tile::<1, 5, $sub, $sc, $mins, $nib>(w, a, p0, t0, out),
-                        (_, 4) => tile::<1, 4, $sub, $sc, $mins, $nib>(w, a, p0, t0, out),
-                        (_, 3) => tile::<1, 3, $sub, $sc, $mins, $nib>(w, a, p0, t0, out),
-                        (_, 2) => tile::<1, 2, $sub, $sc, $mins, $nib>(w, a, p0, t0, out),
-                        (_, _) => tile::<1, 1, $sub, $sc, $mins, $nib>(w, a, p0, t0, out),
+                        (2, 6) => tile::<2, 6, $sub, $sc, $mins, $nib, $small>(w, a, p0, t0, out),
+                        (2, 5) => tile::<2, 5, $sub, $sc, $mins, $nib, $small>(w, a, p0, t0, out),
+                        (2, 4) => tile::<2, 4, $sub, $sc, $mins, $nib, $small>(w, a, p0, t0, out),
+                        (2, 3) => tile::<2, 3, $sub, $sc, $mins, $nib, $small>(w, a, p0, t0, out),
+                        (2, 2) => tile::<2, 2, $sub, $sc, $mins, $nib, $small>(w, a, p0, t0, out),
+                        (2, _) => tile::<2, 1, $sub, $sc, $mins, $nib, $small>(w, a, p0, t0, out),
+                        (_, 6) => tile::<1, 6, $sub, $sc, $mins, $nib, $small>(w, a, p0, t0, out),
+                        (_, 5) => tile::<1, 5, $sub, $sc, $mins, $nib, $small>(w, a, p0, t0, out),
+                        (_, 4) => tile::<1, 4, $sub, $sc, $mins, $nib, $small>(w, a, p0, t0, out),
+                        (_, 3) => tile::<1, 3, $sub, $sc, $mins, $nib, $small>(w, a, p0, t0, out),
+                        (_, 2) => tile::<1, 2, $sub, $sc, $mins, $nib, $small>(w, a, p0, t0, out),
+                        (_, _) => tile::<1, 1, $sub, $sc, $mins, $nib, $small>(w, a, p0, t0, out),
                     }
                 }
                 t0 += tt;
@@ -60,9 +60,12 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
         }};
     }
     match w.kind {
-        QuantKind::Q4K if w.nib => go!(32, true, true, true),
+        QuantKind::Q4K if w.small => go!(32, true, true, true, true),
+        QuantKind::Q5K if w.small => go!(32, true, true, false, true),
         QuantKind::Q4K | QuantKind::Q5K => go!(32, true, true),
+        QuantKind::Q3K | QuantKind::Q6K if w.small => go!(16, true, false, false, true),
         QuantKind::Q2K | QuantKind::Q3K | QuantKind::Q6K => go!(16, true, false),
+        QuantKind::IQ4XS if w.small => go!(32, true, false, false, true),
         QuantKind::IQ4XS => go!(32, true, false),
         QuantKind::Q8_0
         | QuantKind::Q4_0
@@ -74,8 +77,9 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
     }
 }
 
-/// One register tile: panels `p0..p0+R`, tokens `t0..t0+T`, all of K; with `NIB` the
-/// weights are two to a byte (`w.nib`), split into the two lines they hold when loaded.
+/// One register tile: panels `p0..p0+R`, tokens `t0..t0+T`, all of K. `SMALL`: the small
+/// form (`w.small`: i8 scales and mins, widened when loaded); `NIB`: its Q4_K weights two to
+/// a byte, split into the two lines they hold when loaded.
 ///
 /// # Safety
 /// AVX-512 F/BW/VNNI; `p0 + R <= w.panels`, `t0 + T <= out.t`, `a` prepared for `w`.
@@ -87,6 +91,7 @@ unsafe fn tile<
     const SCALES: bool,
     const MINS: bool,
     const NIB: bool,
+    const SMALL: bool,
 >(
     w: &QuantPacked,
     a: &Acts,
@@ -102,7 +107,7 @@ unsafe fn tile<
     debug_assert!(a.q.len() >= (t0 + T) * k && a.d.len() >= (t0 + T) * nblk);
     // Plain loops, not `array::from_fn`: its closures are not inlined into this
     // AVX-512 function.
-    debug_assert!(NIB == w.nib);
+    debug_assert!(NIB == w.nib() && SMALL == w.small);
     let panel_bytes = if NIB { PANEL * k / 2 } else { PANEL * k };
     let mut qs = [std::ptr::null::<i8>(); R];
     for (r, q) in qs.iter_mut().enumerate() {
@@ -150,9 +155,16 @@ unsafe fn tile<
             if SCALES {
                 for r in 0..R {
                     let at = (((p0 + r) * nblk + b) * nsub + s) * PANEL;
-                    // SAFETY: `scales` is [panel][k/sub][16]; `at + 16` is in bounds.
-                    let sc =
-                        unsafe { _mm512_loadu_si512(w.scales[at..at + PANEL].as_ptr().cast()) };
+                    // SAFETY: `scales` (`scales8` when SMALL) is [panel][k/sub][16]; `at + 16`
+                    // is in bounds.
+                    let sc = unsafe {
+                        if SMALL {
+                            let s8 = w.scales8[at..at + PANEL].as_ptr();
+                            _mm512_cvtepi8_epi32(_mm_loadu_si128(s8.cast()))
+                        } else {
+                            _mm512_loadu_si512(w.scales[at..at + PANEL].as_ptr().cast())
+                        }
+                    };
                     for t in 0..T {
                         bacc[r][t] =
                             _mm512_add_epi32(bacc[r][t], _mm512_mullo_epi32(dacc[r][t], sc));
@@ -164,7 +176,13 @@ unsafe fn tile<
         }
         for r in 0..R {
             // SAFETY: panel p0 + r and block b exist.
-            let fold = unsafe { BlockFold::<MINS>::new(w, nblk, p0 + r, b) };
+            let fold = unsafe {
+                if SMALL {
+                    BlockFold::<MINS>::new_small(w, nblk, p0 + r, b)
+                } else {
+                    BlockFold::<MINS>::new(w, nblk, p0 + r, b)
+                }
+            };
             for t in 0..T {
                 let tb = (t0 + t) * nblk + b;
                 let xs = if MINS {
@@ -216,6 +234,36 @@ impl<const MINS: bool> BlockFold<MINS> {
             } else {
                 [_mm512_setzero_si512(); 4]
             };
+            BlockFold {
+                corr: _mm512_loadu_si512(w.corr[pb..pb + PANEL].as_ptr().cast()),
+                d: _mm512_loadu_ps(w.d[pb..pb + PANEL].as_ptr()),
+                dmin: if MINS {
+                    _mm512_loadu_ps(w.dmin[pb..pb + PANEL].as_ptr())
+                } else {
+                    _mm512_setzero_ps()
+                },
+                mins,
+            }
+        }
+    }
+
+    /// [`BlockFold::new`] for a small matrix, whose mins are i8 (`mins8`, same order).
+    ///
+    /// # Safety
+    /// As [`BlockFold::new`], with AVX-512 BW too; `w.small`.
+    #[inline(always)]
+    pub(super) unsafe fn new_small(w: &QuantPacked, nblk: usize, p: usize, b: usize) -> Self {
+        let pb = (p * nblk + b) * PANEL;
+        // SAFETY: `corr`, `d` (and `dmin`, `mins8` when MINS) are [panel][block][16...];
+        // `pb + 16` (`8 * (pb + 16)` for mins8) is in bounds; AVX-512 F/BW by the contract.
+        unsafe {
+            let mut mins = [_mm512_setzero_si512(); 4];
+            if MINS {
+                let mp = w.mins8[pb * 8..pb * 8 + 8 * PANEL].as_ptr();
+                for (q, mq) in mins.iter_mut().enumerate() {
+                    *mq = _mm512_cvtepi8_epi16(_mm256_loadu_si256(mp.add(q * 2 * PANEL).cast()));
+                }
+            }
             BlockFold {
                 corr: _mm512_loadu_si512(w.corr[pb..pb + PANEL].as_ptr().cast()),
                 d: _mm512_loadu_ps(w.d[pb..pb + PANEL].as_ptr()),

@@ -9,15 +9,15 @@
 //! to f32 `[panel][block][16]`. The cost is memory: about 8.6 bits per weight for every
 //! quantized type (Q4_K is 4.5 in the file).
 //!
-//! Q4_K's weights (0..=15) can instead be held two to a byte (the small form, [`QuantPacked::small`]): lines
-//! `2j` and `2j + 1` of the layout above share one 64-byte line, the first in the low
-//! nibbles, and a kernel splits it with a mask and a shift. In that form the integer scales
-//! and mins of every K-quant without float offsets (Q3_K to Q6_K, IQ4_XS) are held as i8 and
-//! widened when loaded (Q6_K: 8.75 bits per weight instead of 10.25). That is about 4.9 bits per weight (1.08x the
-//! file) instead of 9.9, and half the bytes a pass streams; the values, and so every
-//! result, are the same. The AVX-512 kernel reads this form, and packing picks it where that
-//! kernel is the active path ([`small_for`]); every other path runs such a matrix one
-//! panel at a time, expanded into the byte layout.
+//! The small form ([`QuantPacked::small`]) holds the integer scales and mins of every
+//! K-quant without float offsets (Q3_K to Q6_K, IQ4_XS) as i8, widened when loaded, and
+//! Q4_K's weights (0..=15) two to a byte: lines `2j` and `2j + 1` of the layout above share
+//! one 64-byte line, the first in the low nibbles, and a kernel splits it with a mask and a
+//! shift. Q4_K then takes about 4.9 bits per weight (1.08x the file) instead of 9.9, Q6_K
+//! 8.75 instead of 10.25, and a pass streams that much less; the values, and so every
+//! result, are the same. The AVX-512 VNNI and AVX2 kernels read this form, and packing picks
+//! it where one of them is the active path ([`small_for`]); every other path runs such a
+//! matrix one panel at a time, expanded into the byte layout.
 //!
 //! Q2_K's mins (per 16 weights) and Q4_1/Q5_1's offsets (per 32) are kept as a small float
 //! matrix `[n x k / group]` (1–2 bits per weight more), applied as a second, float GEMM
@@ -261,17 +261,19 @@ fn check_bytes(ty: GgmlType, n: usize, k: usize, bytes: &[u8]) -> Result<usize, 
     Ok(row_bytes)
 }
 
-/// Whether packing for `path` picks the small form: on AVX-512 VNNI, whose kernel reads
-/// it, unless `LACUNA_SMALL_PANELS=0` (a diagnostic, for A/B measurements). Not on AMX: its
-/// tiles take bytes, and a small matrix there would run every canvas on the AVX-512 kernel.
+/// Whether packing for `path` picks the small form: on AVX-512 VNNI and AVX2, whose
+/// kernels read it, unless `LACUNA_SMALL_PANELS=0` (a diagnostic, for A/B measurements).
+/// Not on AMX: its tiles take bytes, and a small matrix there would run every canvas on the
+/// AVX-512 kernel; nor AVX-VNNI, whose kernel reads bytes.
 pub(crate) fn small_for(path: Path) -> bool {
-    path == Path::Avx512Vnni && std::env::var("LACUNA_SMALL_PANELS").map_or(true, |v| v != "0")
+    matches!(path, Path::Avx512Vnni | Path::Avx2)
+        && std::env::var("LACUNA_SMALL_PANELS").map_or(true, |v| v != "0")
 }
 
 /// Whether `path` runs small panels without expanding them (AMX through the AVX-512
 /// kernel).
 pub(crate) fn reads_small(path: Path) -> bool {
-    matches!(path, Path::Avx512Vnni | Path::Amx)
+    matches!(path, Path::Avx512Vnni | Path::Amx | Path::Avx2)
 }
 
 fn pack_quant(

@@ -52,8 +52,10 @@ fn compact_weights_take_the_size_of_the_file() {
     let fast = load(Arch::Llada, QuantMix::Q4KM, WeightLayout::Fast);
     let compact = load(Arch::Llada, QuantMix::Q4KM, WeightLayout::Compact);
     let (f, c) = (fast.weight_bytes(), compact.weight_bytes());
-    // Repacked Q4_K/Q6_K take about 8.6 bits per weight, the file 4.5-6.6.
-    assert!(c * 10 < f * 8, "compact {c} vs repacked {f}");
+    // Repacked Q4_K/Q6_K take about 9.9/10.25 bits per weight (4.9/8.75 in the small form
+    // of the AVX-512 and AVX2 kernels), the file 4.5/6.56.
+    assert!(c < f, "compact {c} vs repacked {f}");
+    assert!(f * 10 < c * 21, "compact {c} vs repacked {f}");
 }
 
 #[test]

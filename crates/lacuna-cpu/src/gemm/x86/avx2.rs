@@ -30,17 +30,32 @@ const TF: usize = 4;
 #[target_feature(enable = "avx2,fma")]
 pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usize, out: Out) {
     macro_rules! go {
-        ($p:expr, $tt:expr, $sub:literal, $sc:literal, $mins:literal, $sign:literal) => {{
+        ($p:expr, $tt:expr, $sub:literal, $sc:literal, $mins:literal, $sign:literal) => {
+            if w.small {
+                go!($p, $tt, $sub, $sc, $mins, $sign, false, true)
+            } else {
+                go!($p, $tt, $sub, $sc, $mins, $sign, false, false)
+            }
+        };
+        ($p:expr, $tt:expr, $sub:literal, $sc:literal, $mins:literal, $sign:literal, $nib:literal, $small:literal) => {{
             let mut t0 = 0;
             while t0 < out.t {
                 let tt = (out.t - t0).min($tt);
                 // SAFETY: the caller's contract; tile bounds checked here.
                 unsafe {
                     match tt {
-                        4 => tile_madd::<4, $sub, $sc, $mins, $sign>(w, a, $p, t0, out),
-                        3 => tile_madd::<3, $sub, $sc, $mins, $sign>(w, a, $p, t0, out),
-                        2 => tile_madd::<2, $sub, $sc, $mins, $sign>(w, a, $p, t0, out),
-                        _ => tile_madd::<1, $sub, $sc, $mins, $sign>(w, a, $p, t0, out),
+                        4 => {
+                            tile_madd::<4, $sub, $sc, $mins, $sign, $nib, $small>(w, a, $p, t0, out)
+                        }
+                        3 => {
+                            tile_madd::<3, $sub, $sc, $mins, $sign, $nib, $small>(w, a, $p, t0, out)
+                        }
+                        2 => {
+                            tile_madd::<2, $sub, $sc, $mins, $sign, $nib, $small>(w, a, $p, t0, out)
+                        }
+                        _ => {
+                            tile_madd::<1, $sub, $sc, $mins, $sign, $nib, $small>(w, a, $p, t0, out)
+                        }
                     }
                 }
                 t0 += tt;
@@ -49,6 +64,7 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
     }
     for p in p0..p0 + np {
         match w.kind {
+            QuantKind::Q4K if w.nib() => go!(p, TT_PAIR, 32, true, true, false, true, true),
             QuantKind::Q4K | QuantKind::Q5K => go!(p, TT_PAIR, 32, true, true, false),
             QuantKind::Q2K | QuantKind::Q3K | QuantKind::Q6K => {
                 go!(p, TT_PAIR, 16, true, false, false)
@@ -97,6 +113,8 @@ pub(crate) unsafe fn quant_panels_vnni(w: &QuantPacked, a: &Acts, p0: usize, np:
 /// applied by the widening `vpmaddwd` itself (scale pairs instead of ones), so products go
 /// straight into one i32 accumulator per block; narrow weights first add two `vpmaddubsw`
 /// results (8 weights per row) in i16. `SIGN`: the sign trick for wide weights, no bias.
+/// `NIB`: Q4_K's small form, the two lines of those 8 weights in one line of nibbles; the
+/// small form's i8 scales (any type) are widened when loaded.
 ///
 /// # Safety
 /// AVX2; `p < w.panels`, `t0 + T <= out.t`, `a` prepared for `w`.
@@ -107,6 +125,8 @@ unsafe fn tile_madd<
     const SCALES: bool,
     const MINS: bool,
     const SIGN: bool,
+    const NIB: bool,
+    const SMALL: bool,
 >(
     w: &QuantPacked,
     a: &Acts,
@@ -120,10 +140,12 @@ unsafe fn tile_madd<
     let nsub = block / SUB;
     debug_assert!(p < w.panels && t0 + T <= out.t);
     debug_assert!(a.q.len() >= (t0 + T) * k && a.d.len() >= (t0 + T) * nblk);
-    let qs = w.qs[p * PANEL * k..].as_ptr();
+    debug_assert!(NIB == w.nib() && SMALL == w.small && !(NIB && SIGN));
+    let qs = w.qs[p * PANEL * if NIB { k / 2 } else { k }..].as_ptr();
     let xq: [*const u8; T] = std::array::from_fn(|t| a.q[(t0 + t) * k..].as_ptr());
     // SAFETY: AVX2 is enabled in every caller of this inlined body (function contract).
     unsafe {
+        let low4 = _mm256_set1_epi8(0x0F);
         let ones = _mm256_set1_epi16(1);
         let flip = _mm256_set1_epi8(-128);
         let mut facc = [[_mm256_setzero_ps(); T]; 2];
@@ -133,11 +155,23 @@ unsafe fn tile_madd<
                 // Each row's scale as an i16 pair, the multiplier of `vpmaddwd`.
                 let sc16: [__m256i; 2] = if SCALES {
                     let at = ((p * nblk + b) * nsub + s) * PANEL;
-                    let sp = w.scales[at..at + PANEL].as_ptr();
-                    std::array::from_fn(|h| {
-                        let v = _mm256_loadu_si256(sp.add(8 * h).cast());
-                        _mm256_blend_epi16::<0xAA>(v, _mm256_slli_epi32::<16>(v))
-                    })
+                    // Plain loops: closures here are not inlined into this AVX2 code.
+                    let mut sc = [ones; 2];
+                    if SMALL {
+                        let sp = w.scales8[at..at + PANEL].as_ptr();
+                        for (h, v) in sc.iter_mut().enumerate() {
+                            *v = _mm256_cvtepi8_epi32(_mm_loadl_epi64(sp.add(8 * h).cast()));
+                        }
+                    } else {
+                        let sp = w.scales[at..at + PANEL].as_ptr();
+                        for (h, v) in sc.iter_mut().enumerate() {
+                            *v = _mm256_loadu_si256(sp.add(8 * h).cast());
+                        }
+                    }
+                    for v in sc.iter_mut() {
+                        *v = _mm256_blend_epi16::<0xAA>(*v, _mm256_slli_epi32::<16>(*v));
+                    }
+                    sc
                 } else {
                     [ones; 2]
                 };
@@ -166,13 +200,20 @@ unsafe fn tile_madd<
                 } else {
                     for g in (0..SUB / 4).step_by(2) {
                         let kk = k0 + 4 * g;
-                        // kk + 8 <= k (SUB is a multiple of 8): lines kk/4 and kk/4 + 1.
-                        let wa: [__m256i; 2] = std::array::from_fn(|h| {
-                            _mm256_loadu_si256(qs.add(kk * PANEL + 32 * h).cast())
-                        });
-                        let wb: [__m256i; 2] = std::array::from_fn(|h| {
-                            _mm256_loadu_si256(qs.add((kk + 4) * PANEL + 32 * h).cast())
-                        });
+                        // kk + 8 <= k (SUB is a multiple of 8): lines kk/4 and kk/4 + 1 (with
+                        // NIB the low and high nibbles of line kk/8 of the half-size panel).
+                        let (mut wa, mut wb) = ([ones; 2], [ones; 2]);
+                        for h in 0..2 {
+                            if NIB {
+                                let v = _mm256_loadu_si256(qs.add(kk * PANEL / 2 + 32 * h).cast());
+                                wa[h] = _mm256_and_si256(v, low4);
+                                wb[h] = _mm256_and_si256(_mm256_srli_epi16::<4>(v), low4);
+                            } else {
+                                wa[h] = _mm256_loadu_si256(qs.add(kk * PANEL + 32 * h).cast());
+                                wb[h] =
+                                    _mm256_loadu_si256(qs.add((kk + 4) * PANEL + 32 * h).cast());
+                            }
+                        }
                         for t in 0..T {
                             let xa =
                                 _mm256_set1_epi32(xq[t].add(kk).cast::<i32>().read_unaligned());
@@ -304,10 +345,18 @@ unsafe fn fold_block<const T: usize, const MINS: bool>(
             }
             if MINS {
                 let dmv = _mm256_loadu_ps(w.dmin[pb..pb + PANEL].as_ptr().add(8 * h));
-                let mp = w.mins[pb * 8..pb * 8 + 8 * PANEL].as_ptr();
-                let m: [__m256i; 4] = std::array::from_fn(|q| {
-                    _mm256_loadu_si256(mp.add(q * 2 * PANEL + 16 * h).cast())
-                });
+                // The small form's mins are i8, in the same order.
+                let m: [__m256i; 4] = if w.small {
+                    let mp = w.mins8[pb * 8..pb * 8 + 8 * PANEL].as_ptr();
+                    std::array::from_fn(|q| {
+                        _mm256_cvtepi8_epi16(_mm_loadu_si128(mp.add(q * 2 * PANEL + 16 * h).cast()))
+                    })
+                } else {
+                    let mp = w.mins[pb * 8..pb * 8 + 8 * PANEL].as_ptr();
+                    std::array::from_fn(|q| {
+                        _mm256_loadu_si256(mp.add(q * 2 * PANEL + 16 * h).cast())
+                    })
+                };
                 for t in 0..T {
                     let xs = a.sums[((t0 + t) * nblk + b) * 8..][..8]
                         .as_ptr()

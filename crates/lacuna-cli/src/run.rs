@@ -29,7 +29,8 @@ pub(crate) struct ModelArgs {
     /// Worker threads (default: one per logical core).
     #[arg(long)]
     pub(crate) threads: Option<usize>,
-    /// Quantized weights: fast (repacked to int8, about 8.6 bits per weight, fastest),
+    /// Quantized weights: fast (repacked to int8, about 8.6 bits per weight, fastest; on
+    /// AVX-512 VNNI and AVX2 a small form: Q4_K two weights a byte, 4.9 bits, Q6_K 8.75),
     /// compact (ggml's blocks, the file's size; slower on long canvases) or auto (fast,
     /// unless that would not fit in available memory: then the experts, and if still needed
     /// the dense weights, go compact where this CPU has the kernel: Q4_K and Q6_K on x86-64).

@@ -1,6 +1,7 @@
 //! The compact weight layout: a quantized matrix kept as ggml's own blocks (4.5 bits per
 //! weight for Q4_K, 6.56 for Q6_K), decoded in registers at every use instead of repacked to
-//! int8 panels at load (about 8.6 bits per weight). It costs decode work per use, so it pays
+//! int8 panels at load (about 8.6 bits per weight; 4.9 for Q4_K in the small form of
+//! [`crate::packed`]). It costs decode work per use, so it pays
 //! where a matmul reads each weight for few tokens and is bound by memory: the experts of a
 //! mixture-of-experts layer, which see a handful of tokens each per step.
 //!

@@ -142,6 +142,45 @@ impl PackedWeight {
         Ok(PackedWeight { ty, n, k, inner })
     }
 
+    /// The bytes [`PackedWeight::new`] would hold for `n` rows of `k` elements of type `ty`
+    /// on the active path ([`PackedWeight::packed_bytes`] of the result), without packing
+    /// anything: what a loader weighs against the memory available. `None` where `new`
+    /// would refuse the type or the shape.
+    pub fn repacked_bytes(ty: GgmlType, n: usize, k: usize) -> Option<usize> {
+        let small = Path::active().is_ok_and(small_for);
+        PackedWeight::repacked_bytes_with(ty, n, k, small)
+    }
+
+    fn repacked_bytes_with(ty: GgmlType, n: usize, k: usize, small: bool) -> Option<usize> {
+        if !PackedWeight::supports(ty) || n == 0 || k == 0 || !k.is_multiple_of(ty.block_size()) {
+            return None;
+        }
+        let rows = n.div_ceil(PANEL).checked_mul(PANEL)?;
+        let Some(kind) = QuantKind::of(ty) else {
+            return rows.checked_mul(k)?.checked_mul(4);
+        };
+        // As `pack_quant` and `QuantPacked::zeroed` lay it out.
+        let small = small && kind.has_scales() && kind.affine_group().is_none();
+        let blocks = rows.checked_mul(k / kind.block())?;
+        let subs = blocks * (kind.block() / kind.sub());
+        let qs = rows.checked_mul(if small && kind == QuantKind::Q4K {
+            k / 2
+        } else {
+            k
+        })?;
+        let (scale, min) = if small { (1, 1) } else { (4, 2) };
+        let scales = if kind.has_scales() { subs * scale } else { 0 };
+        // 8 mins and an f32 `dmin` per block.
+        let mins = if kind.has_mins() {
+            blocks * (8 * min + 4)
+        } else {
+            0
+        };
+        let affine = kind.affine_group().map_or(0, |g| rows * (k / g) * 4);
+        // `corr` and `d`: 4 bytes each per block.
+        Some(qs + scales + 8 * blocks + mins + affine)
+    }
+
     /// Whether the weight is held in the small form (see the module docs): Q4_K two weights
     /// a byte, integer scales and mins as i8.
     pub fn is_small(&self) -> bool {

@@ -73,7 +73,7 @@ pub struct RopeParams {
 }
 
 /// The matrix weights of a file, as [`Backend::plan_weights`] is told them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct WeightPlan {
     /// Elements of the mixture-of-experts tensors (`*_exps.weight`).
     pub expert_elements: u64,
@@ -83,6 +83,25 @@ pub struct WeightPlan {
     pub dense_elements: u64,
     /// Their bytes in the file.
     pub dense_bytes: u64,
+    /// Every such matrix: its type and shape, so that a backend can size the form it holds
+    /// them in exactly.
+    pub matrices: Vec<PlannedMatrix>,
+}
+
+/// One matrix tensor of a [`WeightPlan`]: `count` matrices (the experts of a `*_exps`
+/// tensor, else 1) of `rows x cols` elements of type `ty`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PlannedMatrix {
+    /// The type in the file.
+    pub ty: lacuna_quant::GgmlType,
+    /// Rows (output features).
+    pub rows: u64,
+    /// Columns (input features).
+    pub cols: u64,
+    /// Matrices of that shape (experts).
+    pub count: u64,
+    /// Whether they are mixture-of-experts weights.
+    pub expert: bool,
 }
 
 /// Operations a model graph needs from a compute device.

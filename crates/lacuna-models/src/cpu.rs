@@ -111,6 +111,31 @@ impl CpuBackend {
     }
 }
 
+/// The bytes the plan's expert and dense matrices take repacked on the active path (the
+/// small form where its kernel reads it), exactly as [`PackedWeight::new`] will hold them;
+/// a type it cannot repack counts its file size times two.
+fn repacked_bytes(plan: &WeightPlan) -> (u64, u64) {
+    let (mut experts, mut dense) = (0u64, 0u64);
+    for m in &plan.matrices {
+        let one = usize::try_from(m.rows)
+            .ok()
+            .zip(usize::try_from(m.cols).ok())
+            .and_then(|(n, k)| PackedWeight::repacked_bytes(m.ty, n, k))
+            .map_or_else(
+                || {
+                    m.ty.row_bytes(m.cols)
+                        .unwrap_or(u64::MAX / 4)
+                        .saturating_mul(2 * m.rows)
+                },
+                |b| b as u64,
+            );
+        let all = one.saturating_mul(m.count);
+        let sum = if m.expert { &mut experts } else { &mut dense };
+        *sum = sum.saturating_add(all);
+    }
+    (experts, dense)
+}
+
 /// The CPU's embedding table: read from the file's bytes row by row at each pass.
 #[derive(Debug, Clone, Copy)]
 pub struct CpuTable {
@@ -146,14 +171,11 @@ impl Backend for CpuBackend {
     }
 
     fn plan_weights(&mut self, plan: WeightPlan) -> Result<()> {
-        // Repacked quantized weights take about 8.6 bits each (see lacuna-cpu's `packed`); Q4_K
-        // held two to a byte takes less, so this over-estimates there (on the safe side).
-        let repacked = |elements: u64| elements.saturating_mul(43) / 40;
         let Some(budget) = mem_available().map(|avail| avail / 10 * 9) else {
             return Ok(());
         };
-        let dense = repacked(plan.dense_elements);
-        self.compact_experts = repacked(plan.expert_elements).saturating_add(dense) > budget;
+        let (experts, dense) = repacked_bytes(&plan);
+        self.compact_experts = experts.saturating_add(dense) > budget;
         self.compact_dense = plan.expert_bytes.saturating_add(dense) > budget;
         Ok(())
     }
@@ -422,5 +444,36 @@ fn cpu_rope(params: RopeParams) -> lacuna_cpu::RopeParams {
         n_rot: params.n_rot,
         freq_base: params.freq_base,
         freq_scale: params.freq_scale,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::PlannedMatrix;
+
+    #[test]
+    fn the_plan_is_sized_as_packing_holds_it() {
+        let m = |ty, rows, cols, count, expert| PlannedMatrix {
+            ty,
+            rows,
+            cols,
+            count,
+            expert,
+        };
+        let plan = WeightPlan {
+            matrices: vec![
+                m(GgmlType::Q4_K, 40, 512, 1, false),
+                m(GgmlType::Q6_K, 100, 256, 1, false),
+                m(GgmlType::Q4_K, 24, 256, 8, true),
+                // Not repackable: twice its file size.
+                m(GgmlType::IQ2_XXS, 2, 256, 3, true),
+            ],
+            ..WeightPlan::default()
+        };
+        let one = |ty, n, k| PackedWeight::repacked_bytes(ty, n, k).unwrap() as u64;
+        let dense = one(GgmlType::Q4_K, 40, 512) + one(GgmlType::Q6_K, 100, 256);
+        let experts = 8 * one(GgmlType::Q4_K, 24, 256) + 3 * 2 * 2 * 66;
+        assert_eq!(repacked_bytes(&plan), (experts, dense));
     }
 }

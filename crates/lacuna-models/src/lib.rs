@@ -33,7 +33,7 @@ mod quantize;
 mod weights;
 
 pub use arch::{Arch, RopeStyle};
-pub use backend::{Backend, WeightPlan};
+pub use backend::{Backend, PlannedMatrix, WeightPlan};
 pub use config::{Config, EbDefaults, Gating, GemmaConfig, GemmaLayerShape, MoeConfig};
 pub use cpu::{CpuBackend, WeightLayout};
 pub use cuda::CudaBackend;

@@ -7,7 +7,7 @@ use std::path::Path;
 use lacuna_gguf::{GgufFile, TensorInfo};
 use lacuna_sampler::Pass;
 
-use crate::backend::{Backend, WeightPlan};
+use crate::backend::{Backend, PlannedMatrix, WeightPlan};
 use crate::cpu::CpuBackend;
 use crate::weights::{Loader, Weights};
 use crate::{Arch, Config, Error, Result};
@@ -76,13 +76,23 @@ impl<B: Backend> Model<B> {
                 t.dims.iter().product::<u64>(),
                 file.info_data(t).len() as u64,
             );
-            if t.name.ends_with("_exps.weight") {
+            let expert = t.name.ends_with("_exps.weight");
+            if expert {
                 plan.expert_elements += elements;
                 plan.expert_bytes += bytes;
             } else if t.name != "token_embd.weight" || tied {
                 plan.dense_elements += elements;
                 plan.dense_bytes += bytes;
+            } else {
+                continue;
             }
+            plan.matrices.push(PlannedMatrix {
+                ty: t.ty,
+                rows: t.dims[1],
+                cols: t.dims[0],
+                count: t.dims[2..].iter().product(),
+                expert,
+            });
         }
         backend.plan_weights(plan)?;
         let loader = Loader {

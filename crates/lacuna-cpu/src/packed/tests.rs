@@ -119,3 +119,31 @@ fn small_panels_hold_nibble_line_pairs_and_expand_back() {
         assert!(!q.nib());
     }
 }
+
+#[test]
+fn repacked_bytes_are_what_packing_holds() {
+    let mut rng = crate::testing::Rng(11);
+    let types = QuantKind::ALL.into_iter().map(QuantKind::ty).chain([
+        GgmlType::F32,
+        GgmlType::F16,
+        GgmlType::BF16,
+    ]);
+    for ty in types {
+        for (n, kb) in [(1, 1), (17, 2), (40, 3)] {
+            let k = kb * ty.block_size().max(64);
+            let bytes = crate::testing::weights(ty, n, k, &mut rng, 1.0);
+            for small in [false, true] {
+                let held = PackedWeight::new_with(ty, n, k, &bytes, small)
+                    .unwrap()
+                    .packed_bytes();
+                let said = PackedWeight::repacked_bytes_with(ty, n, k, small);
+                assert_eq!(said, Some(held), "{ty} {n}x{k} small={small}");
+            }
+        }
+    }
+    assert_eq!(PackedWeight::repacked_bytes(GgmlType::Q4_K, 4, 100), None);
+    assert_eq!(
+        PackedWeight::repacked_bytes(GgmlType::IQ2_XXS, 4, 256),
+        None
+    );
+}

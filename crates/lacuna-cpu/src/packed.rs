@@ -74,9 +74,9 @@ pub(crate) struct QuantPacked {
     pub(crate) corr: Vec<i32>,
     /// `[panel][block][4][16][2]` mins (Q4_K/Q5_K only).
     pub(crate) mins: Vec<i16>,
-    /// `scales` as i8, for the nibble form.
+    /// `scales` as i8, for the small form.
     pub(crate) scales8: Vec<i8>,
-    /// `mins` as i8, for the nibble form.
+    /// `mins` as i8, for the small form.
     pub(crate) mins8: Vec<i8>,
     /// `[panel][block][16]` super-scale `d`.
     pub(crate) d: Vec<f32>,

@@ -221,30 +221,18 @@ impl<const MINS: bool> BlockFold<MINS> {
     #[inline(always)]
     pub(super) unsafe fn new(w: &QuantPacked, nblk: usize, p: usize, b: usize) -> Self {
         let pb = (p * nblk + b) * PANEL;
-        // SAFETY: `corr`, `d` (and `dmin`, `mins` when MINS) are [panel][block][16...];
-        // `pb + 16` (`8 * (pb + 16)` for mins) is in bounds; AVX-512 F by the contract.
-        unsafe {
-            let mins: [__m512i; 4] = if MINS {
-                let mp = w.mins[pb * 8..pb * 8 + 8 * PANEL].as_ptr();
-                let mut m = [_mm512_setzero_si512(); 4];
-                for (q, mq) in m.iter_mut().enumerate() {
-                    *mq = _mm512_loadu_si512(mp.add(q * 2 * PANEL).cast());
-                }
-                m
-            } else {
-                [_mm512_setzero_si512(); 4]
-            };
-            BlockFold {
-                corr: _mm512_loadu_si512(w.corr[pb..pb + PANEL].as_ptr().cast()),
-                d: _mm512_loadu_ps(w.d[pb..pb + PANEL].as_ptr()),
-                dmin: if MINS {
-                    _mm512_loadu_ps(w.dmin[pb..pb + PANEL].as_ptr())
-                } else {
-                    _mm512_setzero_ps()
-                },
-                mins,
+        // SAFETY: AVX-512 F by the contract.
+        let mut mins = [unsafe { _mm512_setzero_si512() }; 4];
+        if MINS {
+            let mp = w.mins[pb * 8..pb * 8 + 8 * PANEL].as_ptr();
+            for (q, mq) in mins.iter_mut().enumerate() {
+                // SAFETY: `mins` is [panel][block][4][16][2]; pair q of this panel-block is
+                // in bounds (sliced above); AVX-512 F by the contract.
+                *mq = unsafe { _mm512_loadu_si512(mp.add(q * 2 * PANEL).cast()) };
             }
         }
+        // SAFETY: the caller's contract.
+        unsafe { Self::with_mins(w, pb, mins) }
     }
 
     /// [`BlockFold::new`] for a small matrix, whose mins are i8 (`mins8`, same order).
@@ -254,16 +242,29 @@ impl<const MINS: bool> BlockFold<MINS> {
     #[inline(always)]
     pub(super) unsafe fn new_small(w: &QuantPacked, nblk: usize, p: usize, b: usize) -> Self {
         let pb = (p * nblk + b) * PANEL;
-        // SAFETY: `corr`, `d` (and `dmin`, `mins8` when MINS) are [panel][block][16...];
-        // `pb + 16` (`8 * (pb + 16)` for mins8) is in bounds; AVX-512 F/BW by the contract.
-        unsafe {
-            let mut mins = [_mm512_setzero_si512(); 4];
-            if MINS {
-                let mp = w.mins8[pb * 8..pb * 8 + 8 * PANEL].as_ptr();
-                for (q, mq) in mins.iter_mut().enumerate() {
-                    *mq = _mm512_cvtepi8_epi16(_mm256_loadu_si256(mp.add(q * 2 * PANEL).cast()));
-                }
+        // SAFETY: AVX-512 F by the contract.
+        let mut mins = [unsafe { _mm512_setzero_si512() }; 4];
+        if MINS {
+            let mp = w.mins8[pb * 8..pb * 8 + 8 * PANEL].as_ptr();
+            for (q, mq) in mins.iter_mut().enumerate() {
+                // SAFETY: as in `new`, i8 instead of i16; AVX-512 F/BW by the contract.
+                *mq = unsafe {
+                    _mm512_cvtepi8_epi16(_mm256_loadu_si256(mp.add(q * 2 * PANEL).cast()))
+                };
             }
+        }
+        // SAFETY: the caller's contract.
+        unsafe { Self::with_mins(w, pb, mins) }
+    }
+
+    /// The block's other constants (at `pb`, its first of 16 rows) beside `mins`.
+    ///
+    /// # Safety
+    /// AVX-512 F in the caller; `corr`, `d` (and `dmin` when MINS) hold `pb + 16` values.
+    #[inline(always)]
+    unsafe fn with_mins(w: &QuantPacked, pb: usize, mins: [__m512i; 4]) -> Self {
+        // SAFETY: the slices are bounds-checked; AVX-512 F by the contract.
+        unsafe {
             BlockFold {
                 corr: _mm512_loadu_si512(w.corr[pb..pb + PANEL].as_ptr().cast()),
                 d: _mm512_loadu_ps(w.d[pb..pb + PANEL].as_ptr()),

@@ -245,3 +245,36 @@ fn serve_picks_the_largest_gain_over_one_request_at_a_time() {
     );
     assert!(select_serve(&runs[5..]).is_none());
 }
+
+#[test]
+fn a_row_against_llama_cpps_own_build_heads_its_family_over_oracle_rows() {
+    let oracle = |v: &mut serde_json::Value| {
+        if v["engine"]["name"] == "llama.cpp" {
+            v["engine"]["version"] = "llama-cpp-sys-2 0.1.161".into();
+        }
+    };
+    let mut results = Vec::new();
+    // 3x against the oracle build, 1.5x against llama.cpp's cmake build, 4x against the oracle.
+    results.extend(pair("a", 100.0, 300.0, |v| oracle(v)));
+    results.extend(pair(
+        "b",
+        100.0,
+        150.0,
+        model("b-q4km", "llada", "Q4_K_M-like"),
+    ));
+    results.extend(pair("c", 100.0, 400.0, |v| {
+        model("c-q4km", "llada", "Q4_K_M-like")(v);
+        oracle(v);
+    }));
+    let rows = rows(&results);
+    let (id, s, all) = picked(&select(&rows), Family::Forward);
+    assert_eq!((id.as_str(), s), ("b-q4km", 1.5));
+    assert_eq!(all, vec![1.5, 3.0, 4.0]);
+    // With oracle rows only, the largest speed-up heads the family as before.
+    let rows2: Vec<_> = rows
+        .into_iter()
+        .filter(|r| r.model().id != "b-q4km")
+        .collect();
+    let (id, s, _) = picked(&select(&rows2), Family::Forward);
+    assert_eq!((id.as_str(), s), ("c-q4km", 4.0));
+}

@@ -63,11 +63,24 @@ pub(crate) fn softmax_row(x: &mut [f32]) {
     }
 }
 
-/// Indices of the `k` largest values, largest first (ties: lower index first).
+/// Indices of the `k` largest values, largest first (ties: lower index first), the order
+/// of a full descending sort. Kept by insertion into `out` (k is a handful of experts out of
+/// up to a few hundred), so that routing a token allocates and sorts nothing.
 pub(crate) fn top_k(x: &[f32], k: usize, out: &mut [usize]) {
-    let mut idx: Vec<usize> = (0..x.len()).collect();
-    idx.sort_by(|&a, &b| x[b].total_cmp(&x[a]).then(a.cmp(&b)));
-    out[..k].copy_from_slice(&idx[..k]);
+    assert!(k <= x.len() && k <= out.len(), "top {k} of {}", x.len());
+    let mut len = 0;
+    for (i, &v) in x.iter().enumerate() {
+        // Past every kept value that is not smaller (an equal one has a lower index).
+        let mut at = len;
+        while at > 0 && x[out[at - 1]].total_cmp(&v).is_lt() {
+            at -= 1;
+        }
+        if at < k {
+            len = (len + 1).min(k);
+            out.copy_within(at..len - 1, at + 1);
+            out[at] = i;
+        }
+    }
 }
 
 /// ggml's `sigmoid`: `1 / (1 + e^-x)` in f32.

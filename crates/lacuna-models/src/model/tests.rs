@@ -1,6 +1,8 @@
 //! Routing helpers of the MoE block. (RoPE's pairing is tested with the kernel, in
 //! lacuna-cpu.)
 
+use proptest::strategy::Strategy;
+
 use super::moe::{route, softmax_row, top_k};
 use crate::{Gating, MoeConfig};
 
@@ -13,6 +15,30 @@ fn softmax_sums_to_one_and_keeps_order() {
     let mut idx = [0usize; 3];
     top_k(&x, 3, &mut idx);
     assert_eq!(idx, [1, 3, 0], "largest first, ties by lower index");
+}
+
+proptest::proptest! {
+    /// The insertion top-k is a full descending sort's first k (ties by lower index), on
+    /// values with many ties, infinities and NaN.
+    #[test]
+    fn top_k_is_the_head_of_a_descending_sort(
+        x in proptest::collection::vec(
+            proptest::prop_oneof![
+                (-4i8..4).prop_map(f32::from),
+                proptest::num::f32::ANY,
+                proptest::strategy::Just(f32::NEG_INFINITY),
+            ],
+            1..300,
+        ),
+        k in 1usize..10,
+    ) {
+        let k = k.min(x.len());
+        let mut idx: Vec<usize> = (0..x.len()).collect();
+        idx.sort_by(|&a, &b| x[b].total_cmp(&x[a]).then(a.cmp(&b)));
+        let mut got = vec![usize::MAX; k];
+        top_k(&x, k, &mut got);
+        proptest::prop_assert_eq!(&got[..], &idx[..k]);
+    }
 }
 
 fn moe(gating: Gating, norm: bool, groups: (usize, usize), scale: f32) -> MoeConfig {

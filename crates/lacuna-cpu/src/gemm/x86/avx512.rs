@@ -105,10 +105,10 @@ unsafe fn tile<
     let nsub = block / SUB;
     debug_assert!(p0 + R <= w.panels && t0 + T <= out.t);
     debug_assert!(a.q.len() >= (t0 + T) * k && a.d.len() >= (t0 + T) * nblk);
-    // Plain loops, not `array::from_fn`: its closures are not inlined into this
-    // AVX-512 function.
     debug_assert!(NIB == w.nib() && SMALL == w.small);
     let panel_bytes = if NIB { PANEL * k / 2 } else { PANEL * k };
+    // Plain loops, not `array::from_fn`: its closures are not inlined into this
+    // AVX-512 function.
     let mut qs = [std::ptr::null::<i8>(); R];
     for (r, q) in qs.iter_mut().enumerate() {
         *q = w.qs[(p0 + r) * panel_bytes..].as_ptr();

@@ -15,7 +15,7 @@ use crate::{Error, Result, RopeStyle};
 
 /// How quantized matrix weights are kept: repacked to int8 panels (fast at every canvas
 /// length, about 8.6 bits per weight; Q4_K about 4.9, two weights a byte, where the AVX-512
-/// kernel runs) or compact (ggml's blocks, the file's size).
+/// VNNI or AVX2 kernel runs) or compact (ggml's blocks, the file's size).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum WeightLayout {
     /// Repacked, unless that would not fit in the memory available at load

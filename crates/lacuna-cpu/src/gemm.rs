@@ -151,7 +151,7 @@ fn run(
     }
     let acts = &ws.acts;
     match &w.inner {
-        Inner::Quant(q) if q.small && !reads_small(path) => small_by_panels(path, q, acts, out),
+        Inner::Quant(q) if q.small && !reads_small(path, q) => small_by_panels(path, q, acts, out),
         Inner::Quant(q) => {
             // AMX's tiles take the byte form: its small matrices run on the AVX-512 kernel.
             let kernel = quant_kernel(if q.small && path == Path::Amx {

@@ -19,6 +19,12 @@
 //! it where one of them is the active path ([`small_for`]); every other path runs such a
 //! matrix one panel at a time, expanded into the byte layout.
 //!
+//! Where the AVX-512 VNNI kernel is the active path ([`six_for`]) the small form also holds
+//! Q6_K's weights in 6 bits ([`QuantPacked::six`]): each group of 4 lines (16 columns) is
+//! 192 bytes, lines 0/1 and 2/3 as two nibble lines (`(q + 32) & 15`), then one line of the
+//! four lines' high bits (`(q + 32) >> 4`, line `j` at bits `2j..2j + 2`). Q6_K then takes
+//! 6.75 bits per weight (1.03x the file) instead of 8.75.
+//!
 //! Q2_K's mins (per 16 weights) and Q4_1/Q5_1's offsets (per 32) are kept as a small float
 //! matrix `[n x k / group]` (1–2 bits per weight more), applied as a second, float GEMM
 //! against the activations' scaled group sums.
@@ -63,11 +69,14 @@ pub(crate) struct QuantPacked {
     pub(crate) k: usize,
     pub(crate) panels: usize,
     /// `[panel][k/4][16][4]` signed weights, or with [`QuantPacked::nib`]
-    /// `[panel][k/8][16][4]` bytes of two weights each (see the module docs).
+    /// `[panel][k/8][16][4]` bytes of two weights each, or with [`QuantPacked::six`]
+    /// `[panel][k/16][3][64]` (see the module docs).
     pub(crate) qs: Vec<i8>,
     /// The small form (see the module docs): `scales8` and `mins8` stand for `scales` and
     /// `mins` (empty), narrowed to i8, and for Q4_K `qs` holds two weights a byte.
     pub(crate) small: bool,
+    /// Q6_K in the small form with 6-bit weights (see the module docs).
+    pub(crate) six: bool,
     /// `[panel][k/sub][16]` integer scales (empty when the type has none).
     pub(crate) scales: Vec<i32>,
     /// `[panel][block][16]`: `128 * sum_sub(sc * sum(q))`, the bias of `u8 = q + 128` acts.
@@ -106,25 +115,24 @@ impl PackedWeight {
             return Err(Error::UnsupportedType { ty });
         }
         let row_bytes = check_bytes(ty, n, k, bytes)?;
-        let small = Path::active().is_ok_and(small_for);
-        PackedWeight::pack(ty, n, k, bytes, row_bytes, small)
+        PackedWeight::pack(ty, n, k, bytes, row_bytes, Form::active())
     }
 
-    /// [`PackedWeight::new`] in the small form or not, whatever the active path (tests run
-    /// both forms on every path; types without integer scales ignore `small`).
+    /// [`PackedWeight::new`] in the form `form`, whatever the active path (tests run every
+    /// form on every path; types without integer scales ignore it).
     #[cfg(test)]
     pub(crate) fn new_with(
         ty: GgmlType,
         n: usize,
         k: usize,
         bytes: &[u8],
-        small: bool,
+        form: Form,
     ) -> Result<PackedWeight, Error> {
         if !PackedWeight::supports(ty) {
             return Err(Error::UnsupportedType { ty });
         }
         let row_bytes = check_bytes(ty, n, k, bytes)?;
-        PackedWeight::pack(ty, n, k, bytes, row_bytes, small)
+        PackedWeight::pack(ty, n, k, bytes, row_bytes, form)
     }
 
     fn pack(
@@ -133,10 +141,10 @@ impl PackedWeight {
         k: usize,
         bytes: &[u8],
         row_bytes: usize,
-        small: bool,
+        form: Form,
     ) -> Result<PackedWeight, Error> {
         let inner = match QuantKind::of(ty) {
-            Some(kind) => Inner::Quant(pack_quant(kind, n, k, bytes, row_bytes, small)),
+            Some(kind) => Inner::Quant(pack_quant(kind, n, k, bytes, row_bytes, form)),
             None => Inner::Float(pack_float(ty, n, k, bytes)),
         };
         Ok(PackedWeight { ty, n, k, inner })
@@ -147,11 +155,15 @@ impl PackedWeight {
     /// anything: what a loader weighs against the memory available. `None` where `new`
     /// would refuse the type or the shape.
     pub fn repacked_bytes(ty: GgmlType, n: usize, k: usize) -> Option<usize> {
-        let small = Path::active().is_ok_and(small_for);
-        PackedWeight::repacked_bytes_with(ty, n, k, small)
+        PackedWeight::repacked_bytes_with(ty, n, k, Form::active())
     }
 
-    fn repacked_bytes_with(ty: GgmlType, n: usize, k: usize, small: bool) -> Option<usize> {
+    pub(crate) fn repacked_bytes_with(
+        ty: GgmlType,
+        n: usize,
+        k: usize,
+        form: Form,
+    ) -> Option<usize> {
         if !PackedWeight::supports(ty) || n == 0 || k == 0 || !k.is_multiple_of(ty.block_size()) {
             return None;
         }
@@ -160,13 +172,13 @@ impl PackedWeight {
             return rows.checked_mul(k)?.checked_mul(4);
         };
         // As `pack_quant` and `QuantPacked::zeroed` lay it out.
-        let small = small && kind.has_scales() && kind.affine_group().is_none();
+        let small = form != Form::Bytes && kind.has_scales() && kind.affine_group().is_none();
         let blocks = rows.checked_mul(k / kind.block())?;
         let subs = blocks * (kind.block() / kind.sub());
-        let qs = rows.checked_mul(if small && kind == QuantKind::Q4K {
-            k / 2
-        } else {
-            k
+        let qs = rows.checked_mul(match kind {
+            QuantKind::Q4K if small => k / 2,
+            QuantKind::Q6K if small && form == Form::Six => k / 4 * 3,
+            _ => k,
         })?;
         let (scale, min) = if small { (1, 1) } else { (4, 2) };
         let scales = if kind.has_scales() { subs * scale } else { 0 };
@@ -185,6 +197,12 @@ impl PackedWeight {
     /// a byte, integer scales and mins as i8.
     pub fn is_small(&self) -> bool {
         matches!(&self.inner, Inner::Quant(q) if q.small)
+    }
+
+    /// Whether the weight is Q6_K held in 6 bits (the small form where the AVX-512 VNNI
+    /// kernel reads it; see the module docs).
+    pub fn is_six(&self) -> bool {
+        matches!(&self.inner, Inner::Quant(q) if q.six)
     }
 
     /// Keeps `n` rows of `k` quantized elements of type `ty` in ggml's block layout, the
@@ -309,10 +327,44 @@ pub(crate) fn small_for(path: Path) -> bool {
         && std::env::var("LACUNA_SMALL_PANELS").map_or(true, |v| v != "0")
 }
 
-/// Whether `path` runs small panels without expanding them (AMX through the AVX-512
-/// kernel).
-pub(crate) fn reads_small(path: Path) -> bool {
-    matches!(path, Path::Avx512Vnni | Path::Amx | Path::Avx2)
+/// Whether packing for `path` holds Q6_K in 6 bits (within the small form): on AVX-512
+/// VNNI, whose kernel reads it, unless `LACUNA_SIX_PANELS=0` (for A/B measurements).
+pub(crate) fn six_for(path: Path) -> bool {
+    path == Path::Avx512Vnni
+        && small_for(path)
+        && std::env::var("LACUNA_SIX_PANELS").map_or(true, |v| v != "0")
+}
+
+/// Whether `path` runs the small panels of `w` without expanding them (AMX through the
+/// AVX-512 kernel; AVX2 all but 6-bit Q6_K).
+pub(crate) fn reads_small(path: Path, w: &QuantPacked) -> bool {
+    match path {
+        Path::Avx512Vnni | Path::Amx => true,
+        Path::Avx2 => !w.six,
+        _ => false,
+    }
+}
+
+/// How packing holds a quantized matrix (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Form {
+    /// Every weight a byte, i32/i16 scales and mins.
+    Bytes,
+    /// The small form: i8 scales and mins, Q4_K two weights a byte.
+    Small,
+    /// The small form with Q6_K in 6 bits.
+    Six,
+}
+
+impl Form {
+    /// The form [`PackedWeight::new`] picks on the active path.
+    fn active() -> Form {
+        match Path::active() {
+            Ok(path) if six_for(path) => Form::Six,
+            Ok(path) if small_for(path) => Form::Small,
+            _ => Form::Bytes,
+        }
+    }
 }
 
 fn pack_quant(
@@ -321,17 +373,17 @@ fn pack_quant(
     k: usize,
     bytes: &[u8],
     row_bytes: usize,
-    small: bool,
+    form: Form,
 ) -> QuantPacked {
     // The small form narrows integer scales; types with float offsets keep the byte form.
-    if small && kind.has_scales() && kind.affine_group().is_none() {
-        return pack_small(kind, n, k, bytes, row_bytes);
+    if form != Form::Bytes && kind.has_scales() && kind.affine_group().is_none() {
+        return pack_small(kind, n, k, bytes, row_bytes, form == Form::Six);
     }
     let panels = n.div_ceil(PANEL);
     let block = kind.block();
     let nblk = k / block;
     let nsub = block / kind.sub();
-    let mut p = QuantPacked::zeroed(kind, k, panels, false);
+    let mut p = QuantPacked::zeroed(kind, k, panels, false, false);
     // Float offsets per `group` weights, `[panel][k / group][16]`: the float GEMM's layout,
     // filled in the same pass as the integer weights.
     let group = kind.affine_group();
@@ -377,14 +429,22 @@ fn pack_quant(
 }
 
 /// [`pack_quant`] in the small form: each panel decoded into a byte panel, then its
-/// integer scales and mins narrowed to i8 and (Q4_K) its weights paired into nibbles.
-fn pack_small(kind: QuantKind, n: usize, k: usize, bytes: &[u8], row_bytes: usize) -> QuantPacked {
+/// integer scales and mins narrowed to i8 and its weights paired into nibbles (Q4_K) or
+/// held in 6 bits (Q6_K when `six`).
+fn pack_small(
+    kind: QuantKind,
+    n: usize,
+    k: usize,
+    bytes: &[u8],
+    row_bytes: usize,
+    six: bool,
+) -> QuantPacked {
     let panels = n.div_ceil(PANEL);
     let nblk = k / kind.block();
     let nsub = kind.block() / kind.sub();
-    let mut p = QuantPacked::zeroed(kind, k, panels, true);
-    let p_nib = p.nib();
-    p.qs.par_chunks_mut(PANEL * if p_nib { k / 2 } else { k })
+    let mut p = QuantPacked::zeroed(kind, k, panels, true, six);
+    let (p_nib, p_six, panel_qs) = (p.nib(), p.six, p.panel_qs());
+    p.qs.par_chunks_mut(panel_qs)
         .zip(p.scales8.par_chunks_mut(PANEL * nblk * nsub))
         .zip(p.corr.par_chunks_mut(PANEL * nblk))
         // Types without mins have empty `mins8` and `dmin`: one empty slice per panel.
@@ -406,6 +466,8 @@ fn pack_small(kind: QuantKind, n: usize, k: usize, bytes: &[u8], row_bytes: usiz
                 );
                 if p_nib {
                     to_nibbles(&one.qs, qs);
+                } else if p_six {
+                    to_six(&one.qs, qs);
                 } else {
                     qs.copy_from_slice(&one.qs);
                 }
@@ -451,6 +513,52 @@ fn from_nibbles(nib: &[i8], bytes: &mut [i8]) {
         for ((l, h), &v) in lo.iter_mut().zip(hi).zip(src) {
             *l = (v as u8 & 0xF) as i8;
             *h = (v as u8 >> 4) as i8;
+        }
+    }
+}
+
+/// One byte panel `[k/4][16][4]` of Q6_K (values -32..=31) in 6 bits: per group of 4
+/// lines, their low nibbles (lines 0/1, then 2/3, as [`to_nibbles`] pairs them) and a line
+/// of their high 2 bits (line `j` at bits `2j..2j + 2`), of the unsigned `q + 32`.
+fn to_six(bytes: &[i8], six: &mut [i8]) {
+    let line = 4 * PANEL;
+    for (out, four) in six
+        .chunks_exact_mut(3 * line)
+        .zip(bytes.chunks_exact(4 * line))
+    {
+        let (nib, high) = out.split_at_mut(2 * line);
+        let u = |q: i8| {
+            debug_assert!((-32..32).contains(&q));
+            (q + 32) as u8
+        };
+        for (o, pair) in nib.chunks_exact_mut(line).zip(four.chunks_exact(2 * line)) {
+            let (lo, hi) = pair.split_at(line);
+            for ((o, &l), &h) in o.iter_mut().zip(lo).zip(hi) {
+                *o = (u(l) & 0xF | (u(h) & 0xF) << 4) as i8;
+            }
+        }
+        for (b, o) in high.iter_mut().enumerate() {
+            let bits = (0..4).fold(0u8, |acc, j| acc | (u(four[j * line + b]) >> 4) << (2 * j));
+            *o = bits as i8;
+        }
+    }
+}
+
+/// [`to_six`] undone: one 6-bit panel back into its byte panel.
+fn from_six(six: &[i8], bytes: &mut [i8]) {
+    let line = 4 * PANEL;
+    for (four, src) in bytes
+        .chunks_exact_mut(4 * line)
+        .zip(six.chunks_exact(3 * line))
+    {
+        let (nib, high) = src.split_at(2 * line);
+        for (j, dst) in four.chunks_exact_mut(line).enumerate() {
+            for (b, d) in dst.iter_mut().enumerate() {
+                let v = nib[j / 2 * line + b] as u8;
+                let lo = if j % 2 == 0 { v & 0xF } else { v >> 4 };
+                let hi = (high[b] as u8 >> (2 * j)) & 3;
+                *d = (lo | hi << 4) as i8 - 32;
+            }
         }
     }
 }
@@ -511,18 +619,19 @@ fn fill_panel(kind: QuantKind, k: usize, src: &[u8], row_bytes: usize, p: PanelM
 impl QuantPacked {
     /// `panels` zeroed panels of `kind` weights of `k` columns (arrays the type lacks
     /// empty, no float offsets yet).
-    fn zeroed(kind: QuantKind, k: usize, panels: usize, small: bool) -> QuantPacked {
-        let nib = small && kind == QuantKind::Q4K;
+    fn zeroed(kind: QuantKind, k: usize, panels: usize, small: bool, six: bool) -> QuantPacked {
+        let six = six && small && kind == QuantKind::Q6K;
         let nblk = k / kind.block();
         let nsub = kind.block() / kind.sub();
         let blocks = panels * PANEL * nblk;
         let if_has = |yes: bool, len: usize| if yes { len } else { 0 };
-        QuantPacked {
+        let mut p = QuantPacked {
             kind,
             k,
             panels,
-            qs: vec![0; panels * PANEL * if nib { k / 2 } else { k }],
+            qs: Vec::new(),
             small,
+            six,
             scales: vec![0; if_has(kind.has_scales() && !small, blocks * nsub)],
             scales8: vec![0; if_has(kind.has_scales() && small, blocks * nsub)],
             corr: vec![0; blocks],
@@ -531,7 +640,9 @@ impl QuantPacked {
             d: vec![0.0; blocks],
             dmin: vec![0.0; if_has(kind.has_mins(), blocks)],
             affine: None,
-        }
+        };
+        p.qs = vec![0; panels * p.panel_qs()];
+        p
     }
 
     /// A one-panel buffer for `kind` weights of `k` columns (no float offsets), to be
@@ -539,7 +650,7 @@ impl QuantPacked {
     /// for matmuls over many tokens.
     pub(crate) fn one_panel(kind: QuantKind, k: usize) -> QuantPacked {
         debug_assert!(kind.affine_group().is_none());
-        QuantPacked::zeroed(kind, k, 1, false)
+        QuantPacked::zeroed(kind, k, 1, false, false)
     }
 
     /// Whether `qs` holds two weights a byte: Q4_K in the small form.
@@ -547,17 +658,29 @@ impl QuantPacked {
         self.small && self.kind == QuantKind::Q4K
     }
 
+    /// Bytes of `qs` per panel.
+    pub(crate) fn panel_qs(&self) -> usize {
+        if self.nib() {
+            PANEL * self.k / 2
+        } else if self.six {
+            PANEL * self.k / 4 * 3
+        } else {
+            PANEL * self.k
+        }
+    }
+
     /// Panel `p` of this small matrix into `into`, a [`QuantPacked::one_panel`] buffer of
     /// the same kind and `k`: what a path without a small-form kernel runs.
     pub(crate) fn expand_panel(&self, p: usize, into: &mut QuantPacked) {
         debug_assert!(self.small && !into.small && into.kind == self.kind && into.k == self.k);
         debug_assert!(self.affine.is_none());
-        let k = self.k;
+        let qs = &self.qs[p * self.panel_qs()..][..self.panel_qs()];
         if self.nib() {
-            from_nibbles(&self.qs[p * PANEL * k / 2..][..PANEL * k / 2], &mut into.qs);
+            from_nibbles(qs, &mut into.qs);
+        } else if self.six {
+            from_six(qs, &mut into.qs);
         } else {
-            into.qs
-                .copy_from_slice(&self.qs[p * PANEL * k..][..PANEL * k]);
+            into.qs.copy_from_slice(qs);
         }
         // Every other array is `panels` equal chunks, one per panel.
         fn chunk<T: Copy>(all: &[T], p: usize, dst: &mut [T]) {

@@ -4,6 +4,7 @@ use crate::blocks::QuantKind;
 use lacuna_quant::GgmlType;
 use proptest::prelude::*;
 
+use crate::packed::Form;
 use crate::testing::{Rng, weights};
 
 /// Every quantized type the GEMM takes.
@@ -87,9 +88,10 @@ proptest! {
         }
     }
 
-    /// The small form (Q4_K two weights a byte, i8 scales and mins) gives the byte form's
-    /// bits for every quantized type on every path (natively on AVX-512 VNNI and AMX,
-    /// expanded panel by panel elsewhere), over 1..=130 tokens.
+    /// The small form (Q4_K two weights a byte, i8 scales and mins), with and without Q6_K
+    /// in 6 bits, gives the byte form's bits for every quantized type on every path
+    /// (natively on AVX-512 VNNI and AMX, and AVX2 but for 6-bit Q6_K; expanded panel by
+    /// panel elsewhere), over 1..=130 tokens.
     #[test]
     fn small_panels_equal_byte_panels((t, n, kb, seed, scale) in shape(), extra in 0usize..31) {
         let mut rng = Rng(seed | 1);
@@ -97,18 +99,21 @@ proptest! {
         for ty in quant_types() {
             let k = kb * if ty.block_size() == 256 { 256 } else { 64 };
             let bytes = weights(ty, n, k, &mut rng, scale);
-            let held = PackedWeight::new_with(ty, n, k, &bytes, false).unwrap();
-            let small = PackedWeight::new_with(ty, n, k, &bytes, true).unwrap();
+            let held = PackedWeight::new_with(ty, n, k, &bytes, Form::Bytes).unwrap();
             prop_assert!(!held.is_small());
-            if small.is_small() {
-                prop_assert!(small.packed_bytes() < held.packed_bytes(), "{ty}");
-            }
             let x = acts(t, k, &mut rng, scale);
             let want = run(Path::Scalar, &held, &x, t);
-            for path in Path::available() {
-                let got = run(path, &small, &x, t);
-                let same = got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits());
-                prop_assert!(same, "small {ty} on {path}: t={t} n={n} k={k}");
+            for form in [Form::Small, Form::Six] {
+                let small = PackedWeight::new_with(ty, n, k, &bytes, form).unwrap();
+                prop_assert_eq!(small.is_six(), form == Form::Six && ty == GgmlType::Q6_K);
+                if small.is_small() {
+                    prop_assert!(small.packed_bytes() < held.packed_bytes(), "{ty}");
+                }
+                for path in Path::available() {
+                    let got = run(path, &small, &x, t);
+                    let same = got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits());
+                    prop_assert!(same, "{form:?} {ty} on {path}: t={t} n={n} k={k}");
+                }
             }
         }
     }

@@ -75,8 +75,8 @@ fn small_panels_hold_nibble_line_pairs_and_expand_back() {
     let mut rng = crate::testing::Rng(7);
     let (n, k) = (21, 512);
     let bytes = crate::testing::weights(GgmlType::Q4_K, n, k, &mut rng, 1.0);
-    let held = PackedWeight::new_with(GgmlType::Q4_K, n, k, &bytes, false).unwrap();
-    let small = PackedWeight::new_with(GgmlType::Q4_K, n, k, &bytes, true).unwrap();
+    let held = PackedWeight::new_with(GgmlType::Q4_K, n, k, &bytes, Form::Bytes).unwrap();
+    let small = PackedWeight::new_with(GgmlType::Q4_K, n, k, &bytes, Form::Small).unwrap();
     let (Inner::Quant(b), Inner::Quant(q)) = (&held.inner, &small.inner) else {
         panic!("quantized layouts expected");
     };
@@ -111,13 +111,59 @@ fn small_panels_hold_nibble_line_pairs_and_expand_back() {
         (GgmlType::Q6_K, true),
     ] {
         let w = crate::testing::weights(ty, n, k, &mut rng, 1.0);
-        let p = PackedWeight::new_with(ty, n, k, &w, true).unwrap();
+        let p = PackedWeight::new_with(ty, n, k, &w, Form::Small).unwrap();
         assert_eq!(p.is_small(), is_small, "{ty}");
         let Inner::Quant(q) = &p.inner else {
             panic!("quantized")
         };
         assert!(!q.nib());
     }
+}
+
+#[test]
+fn six_bit_panels_hold_nibbles_and_high_bits_and_expand_back() {
+    let mut rng = crate::testing::Rng(5);
+    let (n, k) = (19, 512);
+    let bytes = crate::testing::weights(GgmlType::Q6_K, n, k, &mut rng, 1.0);
+    let held = PackedWeight::new_with(GgmlType::Q6_K, n, k, &bytes, Form::Bytes).unwrap();
+    let six = PackedWeight::new_with(GgmlType::Q6_K, n, k, &bytes, Form::Six).unwrap();
+    let (Inner::Quant(b), Inner::Quant(q)) = (&held.inner, &six.inner) else {
+        panic!("quantized layouts expected");
+    };
+    assert!(q.six && q.small && !q.nib() && !b.six && six.is_six() && !held.is_six());
+    assert_eq!(q.qs.len() * 4, b.qs.len() * 3);
+    // Group g of 4 lines: nibble lines 2g/2g+1 pairs, then the high bits of q + 32.
+    let line = 4 * PANEL;
+    let mut seen = [false; 64];
+    for (g, four) in b.qs.chunks_exact(4 * line).enumerate() {
+        let out = &q.qs[g * 3 * line..][..3 * line];
+        for j in 0..4 {
+            for x in 0..line {
+                let u = (four[j * line + x] + 32) as u8;
+                seen[usize::from(u)] = true;
+                let nib = out[j / 2 * line + x] as u8 >> (4 * (j % 2)) & 0xF;
+                assert_eq!(nib, u & 0xF, "group {g} line {j} byte {x}");
+                assert_eq!((out[2 * line + x] as u8 >> (2 * j)) & 3, u >> 4);
+            }
+        }
+    }
+    // Random weights reach both ends of Q6_K's range, so every bit is exercised.
+    assert!(seen[0] && seen[63] && seen.iter().filter(|&&s| s).count() > 60);
+    let mut one = QuantPacked::one_panel(QuantKind::Q6K, k);
+    for p in 0..q.panels {
+        q.expand_panel(p, &mut one);
+        let at = |len: usize| p * len..(p + 1) * len;
+        assert_eq!(one.qs[..], b.qs[at(PANEL * k)]);
+        assert_eq!(one.scales[..], b.scales[at(one.scales.len())]);
+        assert_eq!(one.corr[..], b.corr[at(one.corr.len())]);
+        assert_eq!(one.d[..], b.d[at(one.d.len())]);
+    }
+    // Per row and block of 256: 192 bytes of weights, 16 i8 scales, `corr` and `d`: 6.75
+    // bits a weight where the file has 6.5625.
+    assert_eq!(
+        six.packed_bytes(),
+        n.div_ceil(PANEL) * PANEL * (k / 256) * 216
+    );
 }
 
 #[test]
@@ -132,12 +178,12 @@ fn repacked_bytes_are_what_packing_holds() {
         for (n, kb) in [(1, 1), (17, 2), (40, 3)] {
             let k = kb * ty.block_size().max(64);
             let bytes = crate::testing::weights(ty, n, k, &mut rng, 1.0);
-            for small in [false, true] {
-                let held = PackedWeight::new_with(ty, n, k, &bytes, small)
+            for form in [Form::Bytes, Form::Small, Form::Six] {
+                let held = PackedWeight::new_with(ty, n, k, &bytes, form)
                     .unwrap()
                     .packed_bytes();
-                let said = PackedWeight::repacked_bytes_with(ty, n, k, small);
-                assert_eq!(said, Some(held), "{ty} {n}x{k} small={small}");
+                let said = PackedWeight::repacked_bytes_with(ty, n, k, form);
+                assert_eq!(said, Some(held), "{ty} {n}x{k} {form:?}");
             }
         }
     }

@@ -32,27 +32,51 @@ fn balanced(left: usize, max: usize) -> usize {
 pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usize, out: Out) {
     macro_rules! go {
         ($sub:literal, $sc:literal, $mins:literal) => {
-            go!($sub, $sc, $mins, false, false)
+            go!($sub, $sc, $mins, false, false, false)
         };
-        ($sub:literal, $sc:literal, $mins:literal, $nib:literal, $small:literal) => {{
+        ($sub:literal, $sc:literal, $mins:literal, $nib:literal, $small:literal, $six:literal) => {{
             let mut t0 = 0;
             while t0 < out.t {
                 let tt = balanced(out.t - t0, TT);
                 // SAFETY: same contract as this function; tile bounds checked here.
                 unsafe {
                     match (np, tt) {
-                        (2, 6) => tile::<2, 6, $sub, $sc, $mins, $nib, $small>(w, a, p0, t0, out),
-                        (2, 5) => tile::<2, 5, $sub, $sc, $mins, $nib, $small>(w, a, p0, t0, out),
-                        (2, 4) => tile::<2, 4, $sub, $sc, $mins, $nib, $small>(w, a, p0, t0, out),
-                        (2, 3) => tile::<2, 3, $sub, $sc, $mins, $nib, $small>(w, a, p0, t0, out),
-                        (2, 2) => tile::<2, 2, $sub, $sc, $mins, $nib, $small>(w, a, p0, t0, out),
-                        (2, _) => tile::<2, 1, $sub, $sc, $mins, $nib, $small>(w, a, p0, t0, out),
-                        (_, 6) => tile::<1, 6, $sub, $sc, $mins, $nib, $small>(w, a, p0, t0, out),
-                        (_, 5) => tile::<1, 5, $sub, $sc, $mins, $nib, $small>(w, a, p0, t0, out),
-                        (_, 4) => tile::<1, 4, $sub, $sc, $mins, $nib, $small>(w, a, p0, t0, out),
-                        (_, 3) => tile::<1, 3, $sub, $sc, $mins, $nib, $small>(w, a, p0, t0, out),
-                        (_, 2) => tile::<1, 2, $sub, $sc, $mins, $nib, $small>(w, a, p0, t0, out),
-                        (_, _) => tile::<1, 1, $sub, $sc, $mins, $nib, $small>(w, a, p0, t0, out),
+                        (2, 6) => {
+                            tile::<2, 6, $sub, $sc, $mins, $nib, $small, $six>(w, a, p0, t0, out)
+                        }
+                        (2, 5) => {
+                            tile::<2, 5, $sub, $sc, $mins, $nib, $small, $six>(w, a, p0, t0, out)
+                        }
+                        (2, 4) => {
+                            tile::<2, 4, $sub, $sc, $mins, $nib, $small, $six>(w, a, p0, t0, out)
+                        }
+                        (2, 3) => {
+                            tile::<2, 3, $sub, $sc, $mins, $nib, $small, $six>(w, a, p0, t0, out)
+                        }
+                        (2, 2) => {
+                            tile::<2, 2, $sub, $sc, $mins, $nib, $small, $six>(w, a, p0, t0, out)
+                        }
+                        (2, _) => {
+                            tile::<2, 1, $sub, $sc, $mins, $nib, $small, $six>(w, a, p0, t0, out)
+                        }
+                        (_, 6) => {
+                            tile::<1, 6, $sub, $sc, $mins, $nib, $small, $six>(w, a, p0, t0, out)
+                        }
+                        (_, 5) => {
+                            tile::<1, 5, $sub, $sc, $mins, $nib, $small, $six>(w, a, p0, t0, out)
+                        }
+                        (_, 4) => {
+                            tile::<1, 4, $sub, $sc, $mins, $nib, $small, $six>(w, a, p0, t0, out)
+                        }
+                        (_, 3) => {
+                            tile::<1, 3, $sub, $sc, $mins, $nib, $small, $six>(w, a, p0, t0, out)
+                        }
+                        (_, 2) => {
+                            tile::<1, 2, $sub, $sc, $mins, $nib, $small, $six>(w, a, p0, t0, out)
+                        }
+                        (_, _) => {
+                            tile::<1, 1, $sub, $sc, $mins, $nib, $small, $six>(w, a, p0, t0, out)
+                        }
                     }
                 }
                 t0 += tt;
@@ -60,12 +84,13 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
         }};
     }
     match w.kind {
-        QuantKind::Q4K if w.small => go!(32, true, true, true, true),
-        QuantKind::Q5K if w.small => go!(32, true, true, false, true),
+        QuantKind::Q4K if w.small => go!(32, true, true, true, true, false),
+        QuantKind::Q5K if w.small => go!(32, true, true, false, true, false),
         QuantKind::Q4K | QuantKind::Q5K => go!(32, true, true),
-        QuantKind::Q3K | QuantKind::Q6K if w.small => go!(16, true, false, false, true),
+        QuantKind::Q6K if w.six => go!(16, true, false, false, true, true),
+        QuantKind::Q3K | QuantKind::Q6K if w.small => go!(16, true, false, false, true, false),
         QuantKind::Q2K | QuantKind::Q3K | QuantKind::Q6K => go!(16, true, false),
-        QuantKind::IQ4XS if w.small => go!(32, true, false, false, true),
+        QuantKind::IQ4XS if w.small => go!(32, true, false, false, true, false),
         QuantKind::IQ4XS => go!(32, true, false),
         QuantKind::Q8_0
         | QuantKind::Q4_0
@@ -79,7 +104,8 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
 
 /// One register tile: panels `p0..p0+R`, tokens `t0..t0+T`, all of K. `SMALL`: the small
 /// form (`w.small`: i8 scales and mins, widened when loaded); `NIB`: its Q4_K weights two to
-/// a byte, split into the two lines they hold when loaded.
+/// a byte, split into the two lines they hold when loaded; `SIX`: its Q6_K weights in 6
+/// bits (`w.six`), each line rebuilt from a nibble line and a line of high bits.
 ///
 /// # Safety
 /// AVX-512 F/BW/VNNI; `p0 + R <= w.panels`, `t0 + T <= out.t`, `a` prepared for `w`.
@@ -92,6 +118,7 @@ unsafe fn tile<
     const MINS: bool,
     const NIB: bool,
     const SMALL: bool,
+    const SIX: bool,
 >(
     w: &QuantPacked,
     a: &Acts,
@@ -105,8 +132,9 @@ unsafe fn tile<
     let nsub = block / SUB;
     debug_assert!(p0 + R <= w.panels && t0 + T <= out.t);
     debug_assert!(a.q.len() >= (t0 + T) * k && a.d.len() >= (t0 + T) * nblk);
-    debug_assert!(NIB == w.nib() && SMALL == w.small);
-    let panel_bytes = if NIB { PANEL * k / 2 } else { PANEL * k };
+    debug_assert!(NIB == w.nib() && SMALL == w.small && SIX == w.six);
+    debug_assert!(!SIX || SUB == 16);
+    let panel_bytes = w.panel_qs();
     // Plain loops, not `array::from_fn`: its closures are not inlined into this
     // AVX-512 function.
     let mut qs = [std::ptr::null::<i8>(); R];
@@ -114,7 +142,10 @@ unsafe fn tile<
         *q = w.qs[(p0 + r) * panel_bytes..].as_ptr();
     }
     let low4 = _mm512_set1_epi8(0x0F);
+    let bits45 = _mm512_set1_epi8(0x30);
+    let bias = _mm512_set1_epi8(32);
     let mut high = [_mm512_setzero_si512(); R];
+    let mut top = [_mm512_setzero_si512(); R];
     let mut xq = [std::ptr::null::<u8>(); T];
     for (t, x) in xq.iter_mut().enumerate() {
         *x = a.q[(t0 + t) * k..].as_ptr();
@@ -128,12 +159,38 @@ unsafe fn tile<
             for g in 0..SUB / 4 {
                 let kk = k0 + 4 * g;
                 // SAFETY: kk + 4 <= k: the 64-byte line (kk/4) of each panel (with NIB,
-                // line kk/8 of its half-size panel, kk a multiple of 8 there) and 4 bytes
-                // of each token row are in bounds.
+                // line kk/8 of its half-size panel, kk a multiple of 8 there; with SIX, the
+                // 192 bytes of group k0/16, k0 a multiple of 16) and 4 bytes of each token
+                // row are in bounds.
                 unsafe {
                     let mut wv = [_mm512_setzero_si512(); R];
                     for r in 0..R {
-                        wv[r] = if !NIB {
+                        wv[r] = if SIX {
+                            // Group kk/16 is 192 bytes at kk * 12: nibbles of lines 0/1 and
+                            // 2/3, then the 4 lines' high bits (line g at bits 2g, 2g + 1).
+                            let at = qs[r].add(k0 * 12);
+                            let lo = if g % 2 == 0 {
+                                let v = _mm512_loadu_si512(at.add(g / 2 * 64).cast());
+                                high[r] = _mm512_and_si512(_mm512_srli_epi16::<4>(v), low4);
+                                _mm512_and_si512(v, low4)
+                            } else {
+                                high[r]
+                            };
+                            if g == 0 {
+                                top[r] = _mm512_loadu_si512(at.add(128).cast());
+                            }
+                            // The high bits of line g to bits 4..6 (16-bit shifts: what
+                            // crosses a byte is masked off).
+                            let hi = match g {
+                                0 => _mm512_slli_epi16::<4>(top[r]),
+                                1 => _mm512_slli_epi16::<2>(top[r]),
+                                2 => top[r],
+                                _ => _mm512_srli_epi16::<2>(top[r]),
+                            };
+                            // lo | (hi & 0x30), less the bias of 32.
+                            let u = _mm512_ternarylogic_epi32::<0xF8>(lo, hi, bits45);
+                            _mm512_sub_epi8(u, bias)
+                        } else if !NIB {
                             _mm512_loadu_si512(qs[r].add(kk * PANEL).cast())
                         } else if g % 2 == 0 {
                             // Lines kk/4 (low nibbles) and kk/4 + 1 (high) at byte kk * 8.

@@ -147,6 +147,39 @@ def state_from_gguf(path, cfg):
     return state
 
 
+def gguf_arch(path):
+    """`general.architecture` of a GGUF."""
+    from gguf import GGUFReader
+    f = GGUFReader(path).fields["general.architecture"]
+    return bytes(f.parts[f.data[0]]).decode()
+
+
+def twin_state_from_gguf(path, model):
+    """A twin's state dict from its own `llada2` export: the exporter writes every tensor
+    under its GGUF name with PyTorch's dims reversed and nothing permuted (NEOX RoPE), so
+    this is `model_llada2.gguf_state_dict` read backwards."""
+    from gguf import GGUFReader
+    from gguf.quants import dequantize
+    by_gguf = {}
+    for key in model.state_dict():
+        if key.startswith("blocks."):
+            _, il, name = key.split(".", 2)
+            suffix = "bias" if name == "exp_probs_b" else "weight"
+            gg = {"q_norm": "attn_q_norm", "k_norm": "attn_k_norm"}.get(name, name)
+            by_gguf[f"blk.{il}.{gg}.{suffix}"] = key
+        else:
+            by_gguf[f"{key}.weight"] = key
+    state = {}
+    for t in GGUFReader(path).tensors:
+        key = by_gguf[t.name]
+        w = np.asarray(dequantize(t.data, t.tensor_type), dtype=np.float32)
+        w = w.reshape([int(d) for d in reversed(t.shape)])
+        state[key] = torch.from_numpy(np.array(w, dtype=np.float32, copy=True))
+    missing = set(by_gguf.values()) - set(state)
+    assert not missing, f"{path} lacks {sorted(missing)}"
+    return state
+
+
 def main():
     a = parse()
     torch.set_num_threads(a.threads)
@@ -183,6 +216,10 @@ def main():
         rng.bit_generator.state = st["np_rng"]
         gen.set_state(st["torch_rng"])
         print(f"resumed at step {step}", flush=True)
+    elif a.init_gguf and a.arch == "llada2" and gguf_arch(a.init_gguf) == "llada2":
+        # A twin continued from its own export (a fresh optimizer), not upcycled again.
+        model.load_state_dict(twin_state_from_gguf(a.init_gguf, model))
+        print(f"continued from {a.init_gguf}", flush=True)
     elif a.init_gguf and a.arch == "llada2":
         heads = Config(n_heads=a.heads)
         # Q/K norms calibrated on a batch of full-level problems (a fixed seed, not the run's).

@@ -19,11 +19,13 @@
 //! it where one of them is the active path ([`small_for`]); every other path runs such a
 //! matrix one panel at a time, expanded into the byte layout.
 //!
-//! Where the AVX-512 VNNI kernel is the active path ([`six_for`]) the small form also holds
-//! Q6_K's weights in 6 bits ([`QuantPacked::six`]): each group of 4 lines (16 columns) is
-//! 192 bytes, lines 0/1 and 2/3 as two nibble lines (`(q + 32) & 15`), then one line of the
-//! four lines' high bits (`(q + 32) >> 4`, line `j` at bits `2j..2j + 2`). Q6_K then takes
-//! 6.75 bits per weight (1.03x the file) instead of 8.75.
+//! Where the AVX-512 VNNI kernel is the active path ([`planar_for`]) the small form also
+//! holds Q6_K's weights in 6 bits and Q5_K's in 5 ([`QuantPacked::planar`]): `u = q + 32`
+//! (Q6_K) or `u = q` (Q5_K, already 0..=31) in bit planes. A group of `G` lines (4 for Q6_K,
+//! 8 for Q5_K: one sub-block) is `G / 2` nibble lines (`u & 15`, lines paired as for Q4_K)
+//! and one line of the `G` lines' high bits (`u >> 4`, line `j` at bits `hj..hj + h`, `h` =
+//! 2 or 1). Q6_K then takes 6.75 bits per weight (1.03x the file) instead of 8.75, Q5_K
+//! 5.9 (1.07x) instead of 8.9.
 //!
 //! Q2_K's mins (per 16 weights) and Q4_1/Q5_1's offsets (per 32) are kept as a small float
 //! matrix `[n x k / group]` (1–2 bits per weight more), applied as a second, float GEMM
@@ -69,14 +71,14 @@ pub(crate) struct QuantPacked {
     pub(crate) k: usize,
     pub(crate) panels: usize,
     /// `[panel][k/4][16][4]` signed weights, or with [`QuantPacked::nib`]
-    /// `[panel][k/8][16][4]` bytes of two weights each, or with [`QuantPacked::six`]
-    /// `[panel][k/16][3][64]` (see the module docs).
+    /// `[panel][k/8][16][4]` bytes of two weights each, or with [`QuantPacked::planar`]
+    /// `[panel][k / 4G][G/2 + 1][64]` (see the module docs).
     pub(crate) qs: Vec<i8>,
     /// The small form (see the module docs): `scales8` and `mins8` stand for `scales` and
     /// `mins` (empty), narrowed to i8, and for Q4_K `qs` holds two weights a byte.
     pub(crate) small: bool,
-    /// Q6_K in the small form with 6-bit weights (see the module docs).
-    pub(crate) six: bool,
+    /// Q5_K/Q6_K in the small form with 5/6-bit weights in planes (see the module docs).
+    pub(crate) planar: bool,
     /// `[panel][k/sub][16]` integer scales (empty when the type has none).
     pub(crate) scales: Vec<i32>,
     /// `[panel][block][16]`: `128 * sum_sub(sc * sum(q))`, the bias of `u8 = q + 128` acts.
@@ -177,7 +179,8 @@ impl PackedWeight {
         let subs = blocks * (kind.block() / kind.sub());
         let qs = rows.checked_mul(match kind {
             QuantKind::Q4K if small => k / 2,
-            QuantKind::Q6K if small && form == Form::Six => k / 4 * 3,
+            QuantKind::Q6K if small && form == Form::Planar => k / 4 * 3,
+            QuantKind::Q5K if small && form == Form::Planar => k / 8 * 5,
             _ => k,
         })?;
         let (scale, min) = if small { (1, 1) } else { (4, 2) };
@@ -199,10 +202,10 @@ impl PackedWeight {
         matches!(&self.inner, Inner::Quant(q) if q.small)
     }
 
-    /// Whether the weight is Q6_K held in 6 bits (the small form where the AVX-512 VNNI
-    /// kernel reads it; see the module docs).
-    pub fn is_six(&self) -> bool {
-        matches!(&self.inner, Inner::Quant(q) if q.six)
+    /// Whether the weight is Q5_K or Q6_K held in 5 or 6 bits (the small form where the
+    /// AVX-512 VNNI kernel reads it; see the module docs).
+    pub fn is_planar(&self) -> bool {
+        matches!(&self.inner, Inner::Quant(q) if q.planar)
     }
 
     /// Keeps `n` rows of `k` quantized elements of type `ty` in ggml's block layout, the
@@ -327,20 +330,21 @@ pub(crate) fn small_for(path: Path) -> bool {
         && std::env::var("LACUNA_SMALL_PANELS").map_or(true, |v| v != "0")
 }
 
-/// Whether packing for `path` holds Q6_K in 6 bits (within the small form): on AVX-512
-/// VNNI, whose kernel reads it, unless `LACUNA_SIX_PANELS=0` (for A/B measurements).
-pub(crate) fn six_for(path: Path) -> bool {
+/// Whether packing for `path` holds Q5_K and Q6_K in bit planes (within the small form):
+/// on AVX-512 VNNI, whose kernel reads them, unless `LACUNA_PLANAR_PANELS=0` (for A/B
+/// measurements).
+pub(crate) fn planar_for(path: Path) -> bool {
     path == Path::Avx512Vnni
         && small_for(path)
-        && std::env::var("LACUNA_SIX_PANELS").map_or(true, |v| v != "0")
+        && std::env::var("LACUNA_PLANAR_PANELS").map_or(true, |v| v != "0")
 }
 
 /// Whether `path` runs the small panels of `w` without expanding them (AMX through the
-/// AVX-512 kernel; AVX2 all but 6-bit Q6_K).
+/// AVX-512 kernel; AVX2 all but the planar forms).
 pub(crate) fn reads_small(path: Path, w: &QuantPacked) -> bool {
     match path {
         Path::Avx512Vnni | Path::Amx => true,
-        Path::Avx2 => !w.six,
+        Path::Avx2 => !w.planar,
         _ => false,
     }
 }
@@ -352,15 +356,15 @@ pub(crate) enum Form {
     Bytes,
     /// The small form: i8 scales and mins, Q4_K two weights a byte.
     Small,
-    /// The small form with Q6_K in 6 bits.
-    Six,
+    /// The small form with Q5_K and Q6_K in bit planes.
+    Planar,
 }
 
 impl Form {
     /// The form [`PackedWeight::new`] picks on the active path.
     fn active() -> Form {
         match Path::active() {
-            Ok(path) if six_for(path) => Form::Six,
+            Ok(path) if planar_for(path) => Form::Planar,
             Ok(path) if small_for(path) => Form::Small,
             _ => Form::Bytes,
         }
@@ -377,7 +381,7 @@ fn pack_quant(
 ) -> QuantPacked {
     // The small form narrows integer scales; types with float offsets keep the byte form.
     if form != Form::Bytes && kind.has_scales() && kind.affine_group().is_none() {
-        return pack_small(kind, n, k, bytes, row_bytes, form == Form::Six);
+        return pack_small(kind, n, k, bytes, row_bytes, form == Form::Planar);
     }
     let panels = n.div_ceil(PANEL);
     let block = kind.block();
@@ -430,20 +434,20 @@ fn pack_quant(
 
 /// [`pack_quant`] in the small form: each panel decoded into a byte panel, then its
 /// integer scales and mins narrowed to i8 and its weights paired into nibbles (Q4_K) or
-/// held in 6 bits (Q6_K when `six`).
+/// held in bit planes (Q5_K and Q6_K when `planar`).
 fn pack_small(
     kind: QuantKind,
     n: usize,
     k: usize,
     bytes: &[u8],
     row_bytes: usize,
-    six: bool,
+    planar: bool,
 ) -> QuantPacked {
     let panels = n.div_ceil(PANEL);
     let nblk = k / kind.block();
     let nsub = kind.block() / kind.sub();
-    let mut p = QuantPacked::zeroed(kind, k, panels, true, six);
-    let (p_nib, p_six, panel_qs) = (p.nib(), p.six, p.panel_qs());
+    let mut p = QuantPacked::zeroed(kind, k, panels, true, planar);
+    let (p_nib, p_bits, panel_qs) = (p.nib(), p.planar_bits(), p.panel_qs());
     p.qs.par_chunks_mut(panel_qs)
         .zip(p.scales8.par_chunks_mut(PANEL * nblk * nsub))
         .zip(p.corr.par_chunks_mut(PANEL * nblk))
@@ -466,8 +470,8 @@ fn pack_small(
                 );
                 if p_nib {
                     to_nibbles(&one.qs, qs);
-                } else if p_six {
-                    to_six(&one.qs, qs);
+                } else if p_bits != 0 {
+                    to_planes(p_bits, &one.qs, qs);
                 } else {
                     qs.copy_from_slice(&one.qs);
                 }
@@ -517,47 +521,56 @@ fn from_nibbles(nib: &[i8], bytes: &mut [i8]) {
     }
 }
 
-/// One byte panel `[k/4][16][4]` of Q6_K (values -32..=31) in 6 bits: per group of 4
-/// lines, their low nibbles (lines 0/1, then 2/3, as [`to_nibbles`] pairs them) and a line
-/// of their high 2 bits (line `j` at bits `2j..2j + 2`), of the unsigned `q + 32`.
-fn to_six(bytes: &[i8], six: &mut [i8]) {
+/// The planar forms' layout for `bits` (5: Q5_K, 6: Q6_K): (lines per group, high bits
+/// per weight, the bias that makes the weights unsigned).
+pub(crate) const fn planes(bits: usize) -> (usize, usize, i8) {
+    if bits == 6 { (4, 2, 32) } else { (8, 1, 0) }
+}
+
+/// One byte panel `[k/4][16][4]` of Q6_K (values -32..=31, `bits` 6) or Q5_K (0..=31,
+/// `bits` 5) in bit planes (see the module docs): per group of `G` lines, `G / 2` nibble
+/// lines as [`to_nibbles`] pairs them, then one line of their high bits.
+fn to_planes(bits: usize, bytes: &[i8], out: &mut [i8]) {
     let line = 4 * PANEL;
-    for (out, four) in six
-        .chunks_exact_mut(3 * line)
-        .zip(bytes.chunks_exact(4 * line))
+    let (g, h, bias) = planes(bits);
+    let u = |q: i8| {
+        let u = (q as u8).wrapping_add(bias as u8);
+        debug_assert!(u >> bits == 0, "{q} out of range");
+        u
+    };
+    for (out, group) in out
+        .chunks_exact_mut((g / 2 + 1) * line)
+        .zip(bytes.chunks_exact(g * line))
     {
-        let (nib, high) = out.split_at_mut(2 * line);
-        let u = |q: i8| {
-            debug_assert!((-32..32).contains(&q));
-            (q + 32) as u8
-        };
-        for (o, pair) in nib.chunks_exact_mut(line).zip(four.chunks_exact(2 * line)) {
+        let (nib, high) = out.split_at_mut(g / 2 * line);
+        for (o, pair) in nib.chunks_exact_mut(line).zip(group.chunks_exact(2 * line)) {
             let (lo, hi) = pair.split_at(line);
-            for ((o, &l), &h) in o.iter_mut().zip(lo).zip(hi) {
-                *o = (u(l) & 0xF | (u(h) & 0xF) << 4) as i8;
+            for ((o, &l), &hv) in o.iter_mut().zip(lo).zip(hi) {
+                *o = (u(l) & 0xF | (u(hv) & 0xF) << 4) as i8;
             }
         }
         for (b, o) in high.iter_mut().enumerate() {
-            let bits = (0..4).fold(0u8, |acc, j| acc | (u(four[j * line + b]) >> 4) << (2 * j));
-            *o = bits as i8;
+            let top = (0..g).fold(0u8, |acc, j| acc | (u(group[j * line + b]) >> 4) << (h * j));
+            *o = top as i8;
         }
     }
 }
 
-/// [`to_six`] undone: one 6-bit panel back into its byte panel.
-fn from_six(six: &[i8], bytes: &mut [i8]) {
+/// [`to_planes`] undone: one planar panel back into its byte panel.
+fn from_planes(bits: usize, planes_in: &[i8], bytes: &mut [i8]) {
     let line = 4 * PANEL;
-    for (four, src) in bytes
-        .chunks_exact_mut(4 * line)
-        .zip(six.chunks_exact(3 * line))
+    let (g, h, bias) = planes(bits);
+    for (group, src) in bytes
+        .chunks_exact_mut(g * line)
+        .zip(planes_in.chunks_exact((g / 2 + 1) * line))
     {
-        let (nib, high) = src.split_at(2 * line);
-        for (j, dst) in four.chunks_exact_mut(line).enumerate() {
+        let (nib, high) = src.split_at(g / 2 * line);
+        for (j, dst) in group.chunks_exact_mut(line).enumerate() {
             for (b, d) in dst.iter_mut().enumerate() {
                 let v = nib[j / 2 * line + b] as u8;
                 let lo = if j % 2 == 0 { v & 0xF } else { v >> 4 };
-                let hi = (high[b] as u8 >> (2 * j)) & 3;
-                *d = (lo | hi << 4) as i8 - 32;
+                let hi = (high[b] as u8 >> (h * j)) & ((1 << h) - 1);
+                *d = ((lo | hi << 4) as i8).wrapping_sub(bias);
             }
         }
     }
@@ -619,8 +632,8 @@ fn fill_panel(kind: QuantKind, k: usize, src: &[u8], row_bytes: usize, p: PanelM
 impl QuantPacked {
     /// `panels` zeroed panels of `kind` weights of `k` columns (arrays the type lacks
     /// empty, no float offsets yet).
-    fn zeroed(kind: QuantKind, k: usize, panels: usize, small: bool, six: bool) -> QuantPacked {
-        let six = six && small && kind == QuantKind::Q6K;
+    fn zeroed(kind: QuantKind, k: usize, panels: usize, small: bool, planar: bool) -> QuantPacked {
+        let planar = planar && small && matches!(kind, QuantKind::Q5K | QuantKind::Q6K);
         let nblk = k / kind.block();
         let nsub = kind.block() / kind.sub();
         let blocks = panels * PANEL * nblk;
@@ -631,7 +644,7 @@ impl QuantPacked {
             panels,
             qs: Vec::new(),
             small,
-            six,
+            planar,
             scales: vec![0; if_has(kind.has_scales() && !small, blocks * nsub)],
             scales8: vec![0; if_has(kind.has_scales() && small, blocks * nsub)],
             corr: vec![0; blocks],
@@ -658,12 +671,21 @@ impl QuantPacked {
         self.small && self.kind == QuantKind::Q4K
     }
 
+    /// The bits per weight of a planar matrix (5 for Q5_K, 6 for Q6_K), 0 for the others.
+    pub(crate) fn planar_bits(&self) -> usize {
+        match self.kind {
+            QuantKind::Q5K if self.planar => 5,
+            QuantKind::Q6K if self.planar => 6,
+            _ => 0,
+        }
+    }
+
     /// Bytes of `qs` per panel.
     pub(crate) fn panel_qs(&self) -> usize {
         if self.nib() {
             PANEL * self.k / 2
-        } else if self.six {
-            PANEL * self.k / 4 * 3
+        } else if self.planar {
+            PANEL * self.k / 8 * self.planar_bits()
         } else {
             PANEL * self.k
         }
@@ -677,8 +699,8 @@ impl QuantPacked {
         let qs = &self.qs[p * self.panel_qs()..][..self.panel_qs()];
         if self.nib() {
             from_nibbles(qs, &mut into.qs);
-        } else if self.six {
-            from_six(qs, &mut into.qs);
+        } else if self.planar {
+            from_planes(self.planar_bits(), qs, &mut into.qs);
         } else {
             into.qs.copy_from_slice(qs);
         }

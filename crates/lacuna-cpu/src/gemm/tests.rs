@@ -88,10 +88,10 @@ proptest! {
         }
     }
 
-    /// The small form (Q4_K two weights a byte, i8 scales and mins), with and without Q6_K
-    /// in 6 bits, gives the byte form's bits for every quantized type on every path
-    /// (natively on AVX-512 VNNI and AMX, and AVX2 but for 6-bit Q6_K; expanded panel by
-    /// panel elsewhere), over 1..=130 tokens.
+    /// The small form (Q4_K two weights a byte, i8 scales and mins), with and without Q5_K
+    /// and Q6_K in bit planes, gives the byte form's bits for every quantized type on every
+    /// path (natively on AVX-512 VNNI and AMX, and AVX2 but for the planar forms; expanded
+    /// panel by panel elsewhere), over 1..=130 tokens.
     #[test]
     fn small_panels_equal_byte_panels((t, n, kb, seed, scale) in shape(), extra in 0usize..31) {
         let mut rng = Rng(seed | 1);
@@ -103,9 +103,10 @@ proptest! {
             prop_assert!(!held.is_small());
             let x = acts(t, k, &mut rng, scale);
             let want = run(Path::Scalar, &held, &x, t);
-            for form in [Form::Small, Form::Six] {
+            for form in [Form::Small, Form::Planar] {
                 let small = PackedWeight::new_with(ty, n, k, &bytes, form).unwrap();
-                prop_assert_eq!(small.is_six(), form == Form::Six && ty == GgmlType::Q6_K);
+                let planar = matches!(ty, GgmlType::Q5_K | GgmlType::Q6_K);
+                prop_assert_eq!(small.is_planar(), form == Form::Planar && planar);
                 if small.is_small() {
                     prop_assert!(small.packed_bytes() < held.packed_bytes(), "{ty}");
                 }

@@ -121,49 +121,61 @@ fn small_panels_hold_nibble_line_pairs_and_expand_back() {
 }
 
 #[test]
-fn six_bit_panels_hold_nibbles_and_high_bits_and_expand_back() {
+fn planar_panels_hold_nibbles_and_high_bits_and_expand_back() {
     let mut rng = crate::testing::Rng(5);
     let (n, k) = (19, 512);
-    let bytes = crate::testing::weights(GgmlType::Q6_K, n, k, &mut rng, 1.0);
-    let held = PackedWeight::new_with(GgmlType::Q6_K, n, k, &bytes, Form::Bytes).unwrap();
-    let six = PackedWeight::new_with(GgmlType::Q6_K, n, k, &bytes, Form::Six).unwrap();
-    let (Inner::Quant(b), Inner::Quant(q)) = (&held.inner, &six.inner) else {
-        panic!("quantized layouts expected");
-    };
-    assert!(q.six && q.small && !q.nib() && !b.six && six.is_six() && !held.is_six());
-    assert_eq!(q.qs.len() * 4, b.qs.len() * 3);
-    // Group g of 4 lines: nibble lines 2g/2g+1 pairs, then the high bits of q + 32.
-    let line = 4 * PANEL;
-    let mut seen = [false; 64];
-    for (g, four) in b.qs.chunks_exact(4 * line).enumerate() {
-        let out = &q.qs[g * 3 * line..][..3 * line];
-        for j in 0..4 {
-            for x in 0..line {
-                let u = (four[j * line + x] + 32) as u8;
-                seen[usize::from(u)] = true;
-                let nib = out[j / 2 * line + x] as u8 >> (4 * (j % 2)) & 0xF;
-                assert_eq!(nib, u & 0xF, "group {g} line {j} byte {x}");
-                assert_eq!((out[2 * line + x] as u8 >> (2 * j)) & 3, u >> 4);
+    // (type, bits, lines per group, high bits, bias, bytes per row and block of 256)
+    for (ty, bits, g, h, bias, per_block) in [
+        (GgmlType::Q6_K, 6, 4, 2, 32, 192 + 16 + 8),
+        (GgmlType::Q5_K, 5, 8, 1, 0, 160 + 8 + 8 + 12),
+    ] {
+        let bytes = crate::testing::weights(ty, n, k, &mut rng, 1.0);
+        let held = PackedWeight::new_with(ty, n, k, &bytes, Form::Bytes).unwrap();
+        let planar = PackedWeight::new_with(ty, n, k, &bytes, Form::Planar).unwrap();
+        let (Inner::Quant(b), Inner::Quant(q)) = (&held.inner, &planar.inner) else {
+            panic!("quantized layouts expected");
+        };
+        assert!(q.planar && q.small && !q.nib() && !b.planar && planar.is_planar());
+        assert_eq!(q.planar_bits(), bits);
+        assert_eq!(q.qs.len() * 8, b.qs.len() * bits);
+        // Group i of g lines: nibble lines pairing lines 2j/2j+1, then the high bits of
+        // q + bias, line j at bits h*j.
+        let line = 4 * PANEL;
+        let mut seen = [false; 64];
+        for (i, lines) in b.qs.chunks_exact(g * line).enumerate() {
+            let out = &q.qs[i * (g / 2 + 1) * line..][..(g / 2 + 1) * line];
+            for j in 0..g {
+                for x in 0..line {
+                    let u = (lines[j * line + x] + bias) as u8;
+                    seen[usize::from(u)] = true;
+                    let nib = out[j / 2 * line + x] as u8 >> (4 * (j % 2)) & 0xF;
+                    assert_eq!(nib, u & 0xF, "{ty} group {i} line {j} byte {x}");
+                    let top = (out[g / 2 * line + x] as u8 >> (h * j)) & ((1 << h) - 1);
+                    assert_eq!(top, u >> 4, "{ty} group {i} line {j} byte {x}");
+                }
             }
         }
+        // Random weights reach both ends of the range, so every bit is exercised.
+        let top = (1usize << bits) - 1;
+        assert!(
+            seen[0] && seen[top] && seen[top + 1..].iter().all(|&s| !s),
+            "{ty}"
+        );
+        let mut one = QuantPacked::one_panel(b.kind, k);
+        for p in 0..q.panels {
+            q.expand_panel(p, &mut one);
+            let at = |len: usize| p * len..(p + 1) * len;
+            assert_eq!(one.qs[..], b.qs[at(PANEL * k)]);
+            assert_eq!(one.scales[..], b.scales[at(one.scales.len())]);
+            assert_eq!(one.mins[..], b.mins[at(one.mins.len())]);
+            assert_eq!(one.corr[..], b.corr[at(one.corr.len())]);
+            assert_eq!(one.d[..], b.d[at(one.d.len())]);
+            assert_eq!(one.dmin[..], b.dmin[at(one.dmin.len())]);
+        }
+        // Weights, i8 scales (and mins), `corr` and `d` (and `dmin`) per row and block.
+        let rows = n.div_ceil(PANEL) * PANEL;
+        assert_eq!(planar.packed_bytes(), rows * (k / 256) * per_block, "{ty}");
     }
-    // Random weights reach both ends of Q6_K's range, so every bit is exercised.
-    assert!(seen[0] && seen[63] && seen.iter().filter(|&&s| s).count() > 60);
-    let mut one = QuantPacked::one_panel(QuantKind::Q6K, k);
-    for p in 0..q.panels {
-        q.expand_panel(p, &mut one);
-        let at = |len: usize| p * len..(p + 1) * len;
-        assert_eq!(one.qs[..], b.qs[at(PANEL * k)]);
-        assert_eq!(one.scales[..], b.scales[at(one.scales.len())]);
-        assert_eq!(one.corr[..], b.corr[at(one.corr.len())]);
-        assert_eq!(one.d[..], b.d[at(one.d.len())]);
-    }
-    // Per row and block of 256: 192 bytes of weights, 16 i8 scales, `corr` and `d`: 6.75
-    // bits a weight where the file has 6.5625.
-    assert_eq!(
-        six.packed_bytes(),
-        n.div_ceil(PANEL) * PANEL * (k / 256) * 216
-    );
 }
 
 #[test]
@@ -178,7 +190,7 @@ fn repacked_bytes_are_what_packing_holds() {
         for (n, kb) in [(1, 1), (17, 2), (40, 3)] {
             let k = kb * ty.block_size().max(64);
             let bytes = crate::testing::weights(ty, n, k, &mut rng, 1.0);
-            for form in [Form::Bytes, Form::Small, Form::Six] {
+            for form in [Form::Bytes, Form::Small, Form::Planar] {
                 let held = PackedWeight::new_with(ty, n, k, &bytes, form)
                     .unwrap()
                     .packed_bytes();

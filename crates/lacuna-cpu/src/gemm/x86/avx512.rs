@@ -7,7 +7,7 @@ use std::arch::x86_64::*;
 use crate::acts::Acts;
 use crate::blocks::QuantKind;
 use crate::out::Out;
-use crate::packed::{FloatPacked, PANEL, QuantPacked};
+use crate::packed::{FloatPacked, PANEL, QuantPacked, planes};
 
 /// Tokens per register tile: 2 panels x 6 tokens = 12 independent `vpdpbusd` chains, enough
 /// to cover its latency (measured best-of-30, 1 thread, Q4_K 4096² T=160: 280 GOP/s with 4
@@ -32,9 +32,9 @@ fn balanced(left: usize, max: usize) -> usize {
 pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usize, out: Out) {
     macro_rules! go {
         ($sub:literal, $sc:literal, $mins:literal) => {
-            go!($sub, $sc, $mins, false, false, false)
+            go!($sub, $sc, $mins, false, false, 0)
         };
-        ($sub:literal, $sc:literal, $mins:literal, $nib:literal, $small:literal, $six:literal) => {{
+        ($sub:literal, $sc:literal, $mins:literal, $nib:literal, $small:literal, $bits:literal) => {{
             let mut t0 = 0;
             while t0 < out.t {
                 let tt = balanced(out.t - t0, TT);
@@ -42,40 +42,40 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
                 unsafe {
                     match (np, tt) {
                         (2, 6) => {
-                            tile::<2, 6, $sub, $sc, $mins, $nib, $small, $six>(w, a, p0, t0, out)
+                            tile::<2, 6, $sub, $sc, $mins, $nib, $small, $bits>(w, a, p0, t0, out)
                         }
                         (2, 5) => {
-                            tile::<2, 5, $sub, $sc, $mins, $nib, $small, $six>(w, a, p0, t0, out)
+                            tile::<2, 5, $sub, $sc, $mins, $nib, $small, $bits>(w, a, p0, t0, out)
                         }
                         (2, 4) => {
-                            tile::<2, 4, $sub, $sc, $mins, $nib, $small, $six>(w, a, p0, t0, out)
+                            tile::<2, 4, $sub, $sc, $mins, $nib, $small, $bits>(w, a, p0, t0, out)
                         }
                         (2, 3) => {
-                            tile::<2, 3, $sub, $sc, $mins, $nib, $small, $six>(w, a, p0, t0, out)
+                            tile::<2, 3, $sub, $sc, $mins, $nib, $small, $bits>(w, a, p0, t0, out)
                         }
                         (2, 2) => {
-                            tile::<2, 2, $sub, $sc, $mins, $nib, $small, $six>(w, a, p0, t0, out)
+                            tile::<2, 2, $sub, $sc, $mins, $nib, $small, $bits>(w, a, p0, t0, out)
                         }
                         (2, _) => {
-                            tile::<2, 1, $sub, $sc, $mins, $nib, $small, $six>(w, a, p0, t0, out)
+                            tile::<2, 1, $sub, $sc, $mins, $nib, $small, $bits>(w, a, p0, t0, out)
                         }
                         (_, 6) => {
-                            tile::<1, 6, $sub, $sc, $mins, $nib, $small, $six>(w, a, p0, t0, out)
+                            tile::<1, 6, $sub, $sc, $mins, $nib, $small, $bits>(w, a, p0, t0, out)
                         }
                         (_, 5) => {
-                            tile::<1, 5, $sub, $sc, $mins, $nib, $small, $six>(w, a, p0, t0, out)
+                            tile::<1, 5, $sub, $sc, $mins, $nib, $small, $bits>(w, a, p0, t0, out)
                         }
                         (_, 4) => {
-                            tile::<1, 4, $sub, $sc, $mins, $nib, $small, $six>(w, a, p0, t0, out)
+                            tile::<1, 4, $sub, $sc, $mins, $nib, $small, $bits>(w, a, p0, t0, out)
                         }
                         (_, 3) => {
-                            tile::<1, 3, $sub, $sc, $mins, $nib, $small, $six>(w, a, p0, t0, out)
+                            tile::<1, 3, $sub, $sc, $mins, $nib, $small, $bits>(w, a, p0, t0, out)
                         }
                         (_, 2) => {
-                            tile::<1, 2, $sub, $sc, $mins, $nib, $small, $six>(w, a, p0, t0, out)
+                            tile::<1, 2, $sub, $sc, $mins, $nib, $small, $bits>(w, a, p0, t0, out)
                         }
                         (_, _) => {
-                            tile::<1, 1, $sub, $sc, $mins, $nib, $small, $six>(w, a, p0, t0, out)
+                            tile::<1, 1, $sub, $sc, $mins, $nib, $small, $bits>(w, a, p0, t0, out)
                         }
                     }
                 }
@@ -84,13 +84,14 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
         }};
     }
     match w.kind {
-        QuantKind::Q4K if w.small => go!(32, true, true, true, true, false),
-        QuantKind::Q5K if w.small => go!(32, true, true, false, true, false),
+        QuantKind::Q4K if w.small => go!(32, true, true, true, true, 0),
+        QuantKind::Q5K if w.planar => go!(32, true, true, false, true, 5),
+        QuantKind::Q5K if w.small => go!(32, true, true, false, true, 0),
         QuantKind::Q4K | QuantKind::Q5K => go!(32, true, true),
-        QuantKind::Q6K if w.six => go!(16, true, false, false, true, true),
-        QuantKind::Q3K | QuantKind::Q6K if w.small => go!(16, true, false, false, true, false),
+        QuantKind::Q6K if w.planar => go!(16, true, false, false, true, 6),
+        QuantKind::Q3K | QuantKind::Q6K if w.small => go!(16, true, false, false, true, 0),
         QuantKind::Q2K | QuantKind::Q3K | QuantKind::Q6K => go!(16, true, false),
-        QuantKind::IQ4XS if w.small => go!(32, true, false, false, true, false),
+        QuantKind::IQ4XS if w.small => go!(32, true, false, false, true, 0),
         QuantKind::IQ4XS => go!(32, true, false),
         QuantKind::Q8_0
         | QuantKind::Q4_0
@@ -104,8 +105,9 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
 
 /// One register tile: panels `p0..p0+R`, tokens `t0..t0+T`, all of K. `SMALL`: the small
 /// form (`w.small`: i8 scales and mins, widened when loaded); `NIB`: its Q4_K weights two to
-/// a byte, split into the two lines they hold when loaded; `SIX`: its Q6_K weights in 6
-/// bits (`w.six`), each line rebuilt from a nibble line and a line of high bits.
+/// a byte, split into the two lines they hold when loaded; `BITS` (5 or 6, else 0): its Q5_K or
+/// Q6_K weights in bit planes (`w.planar`), each line rebuilt from a nibble line and a line
+/// of high bits.
 ///
 /// # Safety
 /// AVX-512 F/BW/VNNI; `p0 + R <= w.panels`, `t0 + T <= out.t`, `a` prepared for `w`.
@@ -118,7 +120,7 @@ unsafe fn tile<
     const MINS: bool,
     const NIB: bool,
     const SMALL: bool,
-    const SIX: bool,
+    const BITS: usize,
 >(
     w: &QuantPacked,
     a: &Acts,
@@ -132,8 +134,12 @@ unsafe fn tile<
     let nsub = block / SUB;
     debug_assert!(p0 + R <= w.panels && t0 + T <= out.t);
     debug_assert!(a.q.len() >= (t0 + T) * k && a.d.len() >= (t0 + T) * nblk);
-    debug_assert!(NIB == w.nib() && SMALL == w.small && SIX == w.six);
-    debug_assert!(!SIX || SUB == 16);
+    debug_assert!(NIB == w.nib() && SMALL == w.small && BITS == w.planar_bits());
+    // A planar group of G lines is one sub-block, so line g of a sub is line g of a group.
+    let (group, hbits, bias) = planes(BITS);
+    debug_assert!(BITS == 0 || SUB == 4 * group);
+    let hmask = _mm512_set1_epi8((((1 << hbits) - 1) << 4) as i8);
+    let bias = _mm512_set1_epi8(bias);
     let panel_bytes = w.panel_qs();
     // Plain loops, not `array::from_fn`: its closures are not inlined into this
     // AVX-512 function.
@@ -142,8 +148,6 @@ unsafe fn tile<
         *q = w.qs[(p0 + r) * panel_bytes..].as_ptr();
     }
     let low4 = _mm512_set1_epi8(0x0F);
-    let bits45 = _mm512_set1_epi8(0x30);
-    let bias = _mm512_set1_epi8(32);
     let mut high = [_mm512_setzero_si512(); R];
     let mut top = [_mm512_setzero_si512(); R];
     let mut xq = [std::ptr::null::<u8>(); T];
@@ -159,16 +163,16 @@ unsafe fn tile<
             for g in 0..SUB / 4 {
                 let kk = k0 + 4 * g;
                 // SAFETY: kk + 4 <= k: the 64-byte line (kk/4) of each panel (with NIB,
-                // line kk/8 of its half-size panel, kk a multiple of 8 there; with SIX, the
-                // 192 bytes of group k0/16, k0 a multiple of 16) and 4 bytes of each token
-                // row are in bounds.
+                // line kk/8 of its half-size panel, kk a multiple of 8 there; with BITS, the
+                // bytes of group k0 / SUB) and 4 bytes of each token row are in bounds.
                 unsafe {
                     let mut wv = [_mm512_setzero_si512(); R];
                     for r in 0..R {
-                        wv[r] = if SIX {
-                            // Group kk/16 is 192 bytes at kk * 12: nibbles of lines 0/1 and
-                            // 2/3, then the 4 lines' high bits (line g at bits 2g, 2g + 1).
-                            let at = qs[r].add(k0 * 12);
+                        wv[r] = if BITS != 0 {
+                            // Group k0 / SUB is SUB * 16 * BITS / 8 bytes at k0 * 2 * BITS:
+                            // its nibble lines (g/2 holds lines g and g + 1), then the high
+                            // bits of its lines (line g at bits hbits * g).
+                            let at = qs[r].add(k0 * 2 * BITS);
                             let lo = if g % 2 == 0 {
                                 let v = _mm512_loadu_si512(at.add(g / 2 * 64).cast());
                                 high[r] = _mm512_and_si512(_mm512_srli_epi16::<4>(v), low4);
@@ -177,19 +181,23 @@ unsafe fn tile<
                                 high[r]
                             };
                             if g == 0 {
-                                top[r] = _mm512_loadu_si512(at.add(128).cast());
+                                top[r] = _mm512_loadu_si512(at.add(group / 2 * 64).cast());
                             }
-                            // The high bits of line g to bits 4..6 (16-bit shifts: what
-                            // crosses a byte is masked off).
-                            let hi = match g {
-                                0 => _mm512_slli_epi16::<4>(top[r]),
-                                1 => _mm512_slli_epi16::<2>(top[r]),
-                                2 => top[r],
-                                _ => _mm512_srli_epi16::<2>(top[r]),
+                            // The high bits of line g to bit 4 and up (16-bit shifts by
+                            // constants once unrolled: what crosses a byte is masked off).
+                            let up = 4 - (hbits * g) as i64;
+                            let hi = if up > 0 {
+                                _mm512_sll_epi16(top[r], _mm_set_epi64x(0, up))
+                            } else {
+                                _mm512_srl_epi16(top[r], _mm_set_epi64x(0, -up))
                             };
-                            // lo | (hi & 0x30), less the bias of 32.
-                            let u = _mm512_ternarylogic_epi32::<0xF8>(lo, hi, bits45);
-                            _mm512_sub_epi8(u, bias)
+                            // lo | (hi & hmask), less the bias.
+                            let u = _mm512_ternarylogic_epi32::<0xF8>(lo, hi, hmask);
+                            if BITS == 6 {
+                                _mm512_sub_epi8(u, bias)
+                            } else {
+                                u
+                            }
                         } else if !NIB {
                             _mm512_loadu_si512(qs[r].add(kk * PANEL).cast())
                         } else if g % 2 == 0 {

@@ -113,22 +113,31 @@ pub(crate) fn route(
     if m.n_group > 1 {
         // Score each group by the sum of its two best selection scores (ggml: argsort top 2,
         // sum_rows in f64 rounded to f32); keep the n_group_used best groups.
-        let per = p.len() / m.n_group;
+        // The group scores go after the experts' scores in `select`, so that routing a
+        // token allocates nothing; a group is kept when fewer than n_group_used groups come
+        // before it in `top_k`'s order (larger score, or equal and a lower index).
+        let (ne, per) = (p.len(), p.len() / m.n_group);
         let mut top2 = [0usize; 2];
-        let scores: Vec<f32> = select
-            .chunks_exact(per)
-            .map(|g| {
-                top_k(g, 2, &mut top2);
-                (f64::from(g[top2[0]]) + f64::from(g[top2[1]])) as f32
-            })
-            .collect();
-        let mut keep = vec![0usize; m.n_group_used];
-        top_k(&scores, m.n_group_used, &mut keep);
-        for (gi, g) in select.chunks_exact_mut(per).enumerate() {
-            if !keep.contains(&gi) {
-                g.fill(f32::NEG_INFINITY);
+        for gi in 0..m.n_group {
+            let g = &select[gi * per..(gi + 1) * per];
+            top_k(g, 2, &mut top2);
+            let score = (f64::from(g[top2[0]]) + f64::from(g[top2[1]])) as f32;
+            select.push(score);
+        }
+        for gi in 0..m.n_group {
+            let (scores, sc) = (&select[ne..], select[ne + gi]);
+            let before = (0..m.n_group)
+                .filter(|&o| match scores[o].total_cmp(&sc) {
+                    std::cmp::Ordering::Greater => true,
+                    std::cmp::Ordering::Equal => o < gi,
+                    std::cmp::Ordering::Less => false,
+                })
+                .count();
+            if before >= m.n_group_used {
+                select[gi * per..(gi + 1) * per].fill(f32::NEG_INFINITY);
             }
         }
+        select.truncate(ne);
     }
     top_k(select, k, sel);
     for (w, &e) in weight.iter_mut().zip(sel.iter()) {

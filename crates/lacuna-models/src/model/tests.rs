@@ -41,6 +41,59 @@ proptest::proptest! {
     }
 }
 
+proptest::proptest! {
+    /// Group-limited routing selects what ggml's graph selects, written here with full
+    /// sorts: groups scored by their two best selection scores (summed in f64), the
+    /// n_group_used best kept (ties by lower index), then the k best experts among them.
+    /// Scores with many ties; 2 to 8 groups of 1 to 6 experts.
+    #[test]
+    fn grouped_routing_keeps_the_best_groups(
+        (n_group, per, used, k, x) in (1usize..4, 2usize..7).prop_flat_map(|(lg, per)| {
+            let n_group = 1 << lg;
+            (
+                proptest::strategy::Just(n_group),
+                proptest::strategy::Just(per),
+                1..=n_group,
+                1..=per,
+                proptest::collection::vec((-3i8..3).prop_map(|v| f32::from(v) * 0.5), n_group * per),
+            )
+        })
+    ) {
+        let ne = n_group * per;
+        let m = MoeConfig {
+            n_expert: ne,
+            n_expert_used: k,
+            n_group,
+            n_group_used: used,
+            ..moe(Gating::Softmax, false, (0, 0), 0.0)
+        };
+        let mut p = x.clone();
+        let (mut sel, mut w, mut buf) = (vec![0usize; k], vec![0f32; k], Vec::new());
+        route(&m, None, &mut p, &mut buf, &mut sel, &mut w);
+        // The reference, on the same probabilities.
+        let mut probs = x.clone();
+        softmax_row(&mut probs);
+        let desc = |v: &[f32]| {
+            let mut idx: Vec<usize> = (0..v.len()).collect();
+            idx.sort_by(|&a, &b| v[b].total_cmp(&v[a]).then(a.cmp(&b)));
+            idx
+        };
+        let scores: Vec<f32> = probs
+            .chunks_exact(per)
+            .map(|g| {
+                let o = desc(g);
+                (f64::from(g[o[0]]) + f64::from(g[o[1]])) as f32
+            })
+            .collect();
+        let keep = &desc(&scores)[..used];
+        let masked: Vec<f32> = (0..ne)
+            .map(|e| if keep.contains(&(e / per)) { probs[e] } else { f32::NEG_INFINITY })
+            .collect();
+        proptest::prop_assert_eq!(&sel[..], &desc(&masked)[..k]);
+        proptest::prop_assert!(buf.len() == ne, "the group scores are not left behind");
+    }
+}
+
 fn moe(gating: Gating, norm: bool, groups: (usize, usize), scale: f32) -> MoeConfig {
     MoeConfig {
         n_expert: 8,

@@ -1,6 +1,8 @@
 //! `--visual`: the canvas redrawn after every step. Masks are a dimmed glyph, tokens
 //! committed this step are highlighted, earlier ones plain; the prompt is not shown, except
-//! for an infill, where the prefix and the suffix frame the middle (dimmed).
+//! for an infill, where the prefix and the suffix frame the middle (dimmed). DiffusionGemma
+//! has no masks: its frames show the earlier canvases and the draft of the current one,
+//! positions accepted this step highlighted.
 
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
@@ -62,24 +64,37 @@ pub(crate) fn render_frame(
     style: Style,
 ) -> String {
     let region = &view.canvas[view.prompt_len..];
-    let masks = region.iter().filter(|&&t| t == mask).count();
-    let mut out = format!(
-        "step {}/{}  block {}/{}  committed {}  masks left {}/{}\n",
-        view.step + 1,
-        view.total_steps,
-        view.block + 1,
-        view.num_blocks,
-        view.committed.len(),
-        masks,
-        region.len()
-    );
+    // A model that drafts (uniform noise, no mask token) draws every token as a token.
+    let is_mask = |t: u32| view.draft == 0 && t == mask;
+    let mut out = if view.draft > 0 {
+        format!(
+            "step {}/{}  canvas {}/{}  accepted {}/{}\n",
+            view.step + 1,
+            view.total_steps,
+            view.block + 1,
+            view.num_blocks,
+            view.committed.len(),
+            view.draft
+        )
+    } else {
+        format!(
+            "step {}/{}  block {}/{}  committed {}  masks left {}/{}\n",
+            view.step + 1,
+            view.total_steps,
+            view.block + 1,
+            view.num_blocks,
+            view.committed.len(),
+            region.iter().filter(|&&t| is_mask(t)).count(),
+            region.len()
+        )
+    };
     let infill = !view.suffix.is_empty();
     if infill {
         push_fixed(&mut out, &view.canvas[..view.prompt_len], tokenizer, style);
     }
     for (i, &token) in region.iter().enumerate() {
         let position = view.prompt_len + i;
-        if token == mask {
+        if is_mask(token) {
             if style.color {
                 out.push_str(DIM);
                 out.push(MASK_GLYPH);

@@ -194,6 +194,7 @@ impl<'c> Canvas<'c> {
             suffix: &self.common.suffix,
             committed: &pos,
             confidences: &cs,
+            draft: 0,
             step: at.step,
             total_steps: at.total_steps,
             block: at.block,

@@ -274,6 +274,7 @@ where
                 suffix: &[],
                 committed: &committed,
                 confidences: &confidences,
+                draft: argmax.len(),
                 step: stats.steps - 1,
                 total_steps,
                 block,

@@ -17,6 +17,11 @@ pub struct StepView<'a> {
     pub committed: &'a [usize],
     /// The confidence each committed position was ranked by (same order as `committed`).
     pub confidences: &'a [f64],
+    /// Positions at the end of `canvas` that are a draft, not settled: DiffusionGemma's
+    /// argmax of the canvas being denoised, redrawn at every step until the encoder commits
+    /// it (its `committed` are the positions accepted this step). 0 for the masked-diffusion
+    /// samplers, whose committed tokens are final.
+    pub draft: usize,
     /// 0-based index of this step in the schedule.
     pub step: usize,
     /// Steps in the schedule (an upper bound in parallel mode).

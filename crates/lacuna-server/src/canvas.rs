@@ -6,8 +6,11 @@ use lacuna::tokenizer::Tokenizer;
 use serde_json::{Value, json};
 
 /// `{"step", "steps", "block", "blocks", "tokens": [text | null for a mask], "committed":
-/// [indices into tokens committed this step]}`, and for an infill `"suffix": [text]`, the
-/// fixed tokens after the middle (the prefix is the request's prompt). Token texts are their
+/// [indices into tokens committed this step]}`, for an infill `"suffix": [text]`, the
+/// fixed tokens after the middle (the prefix is the request's prompt), and for
+/// DiffusionGemma `"draft": n`, the last n tokens being a draft redrawn every step (then
+/// `committed` are the draft positions accepted this step, and `block`/`blocks` count
+/// canvases). Token texts are their
 /// pieces with control tokens shown (so an end token is visible where it lands); invalid
 /// UTF-8 becomes U+FFFD.
 pub(crate) fn canvas_json(tokenizer: &Tokenizer, mask_id: u32, view: &StepView<'_>) -> Value {
@@ -39,6 +42,9 @@ pub(crate) fn canvas_json(tokenizer: &Tokenizer, mask_id: u32, view: &StepView<'
     });
     if !view.suffix.is_empty() {
         v["suffix"] = Value::Array(pieces(view.suffix));
+    }
+    if view.draft > 0 {
+        v["draft"] = json!(view.draft);
     }
     v
 }

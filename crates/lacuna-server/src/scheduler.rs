@@ -341,8 +341,14 @@ fn run_job(engine: &SharedEngine, metrics: &Metrics, job: &Job, index: usize) ->
             last_records.clear();
             last_records.extend_from_slice(records);
         }
-        let generated = &view.canvas[view.prompt_len..];
-        let delta = text.update(&tokenizer, generated);
+        // A draft (DiffusionGemma's canvas being denoised) changes at every step: only what
+        // precedes it can settle.
+        let end = view
+            .canvas
+            .len()
+            .saturating_sub(view.draft)
+            .max(view.prompt_len);
+        let delta = text.update(&tokenizer, &view.canvas[view.prompt_len..end]);
         if text.stopped() {
             cancel.cancel();
         }

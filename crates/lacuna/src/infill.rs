@@ -202,6 +202,7 @@ where
         suffix,
         committed: &committed,
         confidences: &confidences,
+        draft: 0,
         step: out.stats.steps.saturating_sub(1),
         total_steps: out.stats.steps,
         block: 0,

@@ -20,6 +20,42 @@ fn demo() -> Engine {
     .unwrap()
 }
 
+/// DiffusionGemma's frames: no masks (the mask id drawn by the uniform noise is shown as
+/// the token it is), the accepted draft positions marked, canvases counted.
+#[test]
+fn a_draft_has_no_masks_and_marks_the_accepted_positions() {
+    let engine = demo();
+    let tok = engine.tokenizer();
+    let mask = engine.mask_token_id();
+    // Prompt "a", an earlier canvas "bc", then the draft of the current one: 'x' accepted
+    // this step, the mask id, 'z'.
+    let canvas = [b'a', b'b', b'c', b'x']
+        .map(u32::from)
+        .into_iter()
+        .chain([mask, u32::from(b'z')])
+        .collect::<Vec<_>>();
+    let view = StepView {
+        canvas: &canvas,
+        prompt_len: 1,
+        suffix: &[],
+        committed: &[3],
+        confidences: &[0.01],
+        draft: 3,
+        step: 4,
+        total_steps: 48,
+        block: 1,
+        num_blocks: 2,
+        logprobs: None,
+    };
+    let plain = render_frame(&view, tok, mask, Style { color: false });
+    let shown = super::piece(tok, mask);
+    assert_eq!(
+        plain,
+        format!("step 5/48  canvas 2/2  accepted 1/3\nbc[x]{shown}z\n")
+    );
+    assert!(!plain.contains(MASK_GLYPH));
+}
+
 #[test]
 fn masks_are_glyphs_new_tokens_marked_old_tokens_plain() {
     let engine = demo();
@@ -39,6 +75,7 @@ fn masks_are_glyphs_new_tokens_marked_old_tokens_plain() {
         suffix: &[],
         committed: &[3],
         confidences: &[0.5],
+        draft: 0,
         step: 1,
         total_steps: 4,
         block: 0,
@@ -70,6 +107,7 @@ fn control_characters_are_escaped_newlines_kept() {
         suffix: &[],
         committed: &[],
         confidences: &[],
+        draft: 0,
         step: 0,
         total_steps: 1,
         block: 0,
@@ -92,6 +130,7 @@ fn an_infill_frame_shows_the_prefix_and_suffix_around_the_middle() {
         suffix: &suffix,
         committed: &[2],
         confidences: &[0.9],
+        draft: 0,
         step: 0,
         total_steps: 2,
         block: 0,

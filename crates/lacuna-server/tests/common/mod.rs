@@ -29,6 +29,11 @@ pub fn demo_engine() -> Engine {
 
 /// Starts a server over the demo model with `config`.
 pub fn start(config: ServerConfig) -> Running {
+    start_with(demo_engine(), config)
+}
+
+/// Starts a server over `engine` with `config`.
+pub fn start_with(engine: Engine, config: ServerConfig) -> Running {
     let runtime = Arc::new(
         tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -36,7 +41,7 @@ pub fn start(config: ServerConfig) -> Running {
             .build()
             .unwrap(),
     );
-    let server = Arc::new(Server::new(SharedEngine::new(demo_engine()), config));
+    let server = Arc::new(Server::new(SharedEngine::new(engine), config));
     let router = server.router();
     let listener = runtime
         .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))

@@ -25,7 +25,10 @@
 //! 8 for Q5_K: one sub-block) is `G / 2` nibble lines (`u & 15`, lines paired as for Q4_K)
 //! and one line of the `G` lines' high bits (`u >> 4`, line `j` at bits `hj..hj + h`, `h` =
 //! 2 or 1). Q6_K then takes 6.75 bits per weight (1.03x the file) instead of 8.75, Q5_K
-//! 5.9 (1.07x) instead of 8.9.
+//! 5.9 (1.07x) instead of 8.9. In that form the 32-weight formats with an f16 scale
+//! (Q8_0, Q4_0, Q5_0, IQ4_NL; [`QuantPacked::half`]) also keep their block constants in 16
+//! bits: the scale as the file's f16, `corr / 128` (at most 32 x 127) as i16, so Q8_0 takes
+//! 9 bits per weight (1.06x the file) instead of 10.
 //!
 //! Q2_K's mins (per 16 weights) and Q4_1/Q5_1's offsets (per 32) are kept as a small float
 //! matrix `[n x k / group]` (1–2 bits per weight more), applied as a second, float GEMM
@@ -79,6 +82,9 @@ pub(crate) struct QuantPacked {
     pub(crate) small: bool,
     /// Q5_K/Q6_K in the small form with 5/6-bit weights in planes (see the module docs).
     pub(crate) planar: bool,
+    /// A 32-weight format in the small form: `corr16` and `d16` stand for `corr` and `d`
+    /// (empty).
+    pub(crate) half: bool,
     /// `[panel][k/sub][16]` integer scales (empty when the type has none).
     pub(crate) scales: Vec<i32>,
     /// `[panel][block][16]`: `128 * sum_sub(sc * sum(q))`, the bias of `u8 = q + 128` acts.
@@ -87,6 +93,10 @@ pub(crate) struct QuantPacked {
     pub(crate) mins: Vec<i16>,
     /// `scales` as i8, for the small form.
     pub(crate) scales8: Vec<i8>,
+    /// `corr / 128` as i16, for [`QuantPacked::half`].
+    pub(crate) corr16: Vec<i16>,
+    /// `d` as f16 bits, for [`QuantPacked::half`].
+    pub(crate) d16: Vec<u16>,
     /// `mins` as i8, for the small form.
     pub(crate) mins8: Vec<i8>,
     /// `[panel][block][16]` super-scale `d`.
@@ -174,6 +184,7 @@ impl PackedWeight {
             return rows.checked_mul(k)?.checked_mul(4);
         };
         // As `pack_quant` and `QuantPacked::zeroed` lay it out.
+        let half = form == Form::Planar && half_consts(kind);
         let small = form != Form::Bytes && kind.has_scales() && kind.affine_group().is_none();
         let blocks = rows.checked_mul(k / kind.block())?;
         let subs = blocks * (kind.block() / kind.sub());
@@ -192,8 +203,9 @@ impl PackedWeight {
             0
         };
         let affine = kind.affine_group().map_or(0, |g| rows * (k / g) * 4);
-        // `corr` and `d`: 4 bytes each per block.
-        Some(qs + scales + 8 * blocks + mins + affine)
+        // `corr` and `d`: 4 bytes each per block (2 in 16 bits).
+        let consts = if half { 4 * blocks } else { 8 * blocks };
+        Some(qs + scales + consts + mins + affine)
     }
 
     /// Whether the weight is held in the small form (see the module docs): Q4_K two weights
@@ -268,6 +280,7 @@ impl PackedWeight {
                 q.qs.len()
                     + q.scales8.len()
                     + q.mins8.len()
+                    + 2 * (q.corr16.len() + q.d16.len())
                     + 4 * (q.scales.len() + q.corr.len() + q.d.len() + q.dmin.len())
                     + 2 * q.mins.len()
                     + q.affine.as_ref().map_or(0, |f| 4 * f.w.len())
@@ -340,13 +353,22 @@ pub(crate) fn planar_for(path: Path) -> bool {
 }
 
 /// Whether `path` runs the small panels of `w` without expanding them (AMX through the
-/// AVX-512 kernel; AVX2 all but the planar forms).
+/// AVX-512 kernel; AVX2 all but the planar forms and 16-bit block constants).
 pub(crate) fn reads_small(path: Path, w: &QuantPacked) -> bool {
     match path {
         Path::Avx512Vnni | Path::Amx => true,
-        Path::Avx2 => !w.planar,
+        Path::Avx2 => !w.planar && !w.half,
         _ => false,
     }
+}
+
+/// The 32-weight formats whose block constants fit 16 bits: an f16 scale, and no more than
+/// 32 x 127 for the weight sum.
+fn half_consts(kind: QuantKind) -> bool {
+    matches!(
+        kind,
+        QuantKind::Q8_0 | QuantKind::Q4_0 | QuantKind::Q5_0 | QuantKind::IQ4NL
+    )
 }
 
 /// How packing holds a quantized matrix (see the module docs).
@@ -356,7 +378,8 @@ pub(crate) enum Form {
     Bytes,
     /// The small form: i8 scales and mins, Q4_K two weights a byte.
     Small,
-    /// The small form with Q5_K and Q6_K in bit planes.
+    /// The small form with Q5_K and Q6_K in bit planes, and 16-bit block constants for
+    /// the 32-weight formats with an f16 scale.
     Planar,
 }
 
@@ -379,9 +402,13 @@ fn pack_quant(
     row_bytes: usize,
     form: Form,
 ) -> QuantPacked {
-    // The small form narrows integer scales; types with float offsets keep the byte form.
-    if form != Form::Bytes && kind.has_scales() && kind.affine_group().is_none() {
-        return pack_small(kind, n, k, bytes, row_bytes, form == Form::Planar);
+    // The small form narrows integer scales (and, planar, 16-bit block constants); types
+    // with float offsets keep the byte form.
+    let planar = form == Form::Planar;
+    if form != Form::Bytes && kind.has_scales() && kind.affine_group().is_none()
+        || planar && half_consts(kind)
+    {
+        return pack_small(kind, n, k, bytes, row_bytes, planar);
     }
     let panels = n.div_ceil(PANEL);
     let block = kind.block();
@@ -448,17 +475,21 @@ fn pack_small(
     let nsub = kind.block() / kind.sub();
     let mut p = QuantPacked::zeroed(kind, k, panels, true, planar);
     let (p_nib, p_bits, panel_qs) = (p.nib(), p.planar_bits(), p.panel_qs());
+    // Arrays a kind lacks (scales, mins, `dmin`; `corr`/`d` or their 16-bit twins) are
+    // empty: one empty slice per panel.
+    let pb = PANEL * nblk;
     p.qs.par_chunks_mut(panel_qs)
-        .zip(p.scales8.par_chunks_mut(PANEL * nblk * nsub))
-        .zip(p.corr.par_chunks_mut(PANEL * nblk))
-        // Types without mins have empty `mins8` and `dmin`: one empty slice per panel.
-        .zip(chunks_or_empty(&mut p.mins8, PANEL * nblk * 8, panels))
-        .zip(p.d.par_chunks_mut(PANEL * nblk))
-        .zip(chunks_or_empty(&mut p.dmin, PANEL * nblk, panels))
+        .zip(chunks_or_empty(&mut p.scales8, pb * nsub, panels))
+        .zip(chunks_or_empty(&mut p.corr, pb, panels))
+        .zip(chunks_or_empty(&mut p.mins8, pb * 8, panels))
+        .zip(chunks_or_empty(&mut p.d, pb, panels))
+        .zip(chunks_or_empty(&mut p.dmin, pb, panels))
+        .zip(chunks_or_empty(&mut p.corr16, pb, panels))
+        .zip(chunks_or_empty(&mut p.d16, pb, panels))
         .enumerate()
         .for_each_init(
             || QuantPacked::one_panel(kind, k),
-            |one, (pi, (((((qs, sc), corr), mins), d), dmin))| {
+            |one, (pi, (((((((qs, sc), corr), mins), d), dmin), corr16), d16))| {
                 let rows = PANEL.min(n - pi * PANEL);
                 // Rows past `rows` (the last panel) are computed, never stored: zeros.
                 if rows < PANEL {
@@ -481,8 +512,20 @@ fn pack_small(
                 for (o, &v) in mins.iter_mut().zip(&one.mins) {
                     *o = narrow(i32::from(v));
                 }
-                corr.copy_from_slice(&one.corr);
-                d.copy_from_slice(&one.d);
+                if corr16.is_empty() {
+                    corr.copy_from_slice(&one.corr);
+                    d.copy_from_slice(&one.d);
+                } else {
+                    for (o, &c) in corr16.iter_mut().zip(&one.corr) {
+                        debug_assert!(c % 128 == 0 && i16::try_from(c / 128).is_ok());
+                        *o = (c / 128) as i16;
+                    }
+                    for (o, &v) in d16.iter_mut().zip(&one.d) {
+                        let h = half::f16::from_f32(v);
+                        debug_assert!(h.to_f32().to_bits() == v.to_bits(), "{v} is not an f16");
+                        *o = h.to_bits();
+                    }
+                }
                 dmin.copy_from_slice(&one.dmin);
             },
         );
@@ -633,6 +676,7 @@ impl QuantPacked {
     /// `panels` zeroed panels of `kind` weights of `k` columns (arrays the type lacks
     /// empty, no float offsets yet).
     fn zeroed(kind: QuantKind, k: usize, panels: usize, small: bool, planar: bool) -> QuantPacked {
+        let half = planar && small && half_consts(kind);
         let planar = planar && small && matches!(kind, QuantKind::Q5K | QuantKind::Q6K);
         let nblk = k / kind.block();
         let nsub = kind.block() / kind.sub();
@@ -645,12 +689,15 @@ impl QuantPacked {
             qs: Vec::new(),
             small,
             planar,
+            half,
             scales: vec![0; if_has(kind.has_scales() && !small, blocks * nsub)],
             scales8: vec![0; if_has(kind.has_scales() && small, blocks * nsub)],
-            corr: vec![0; blocks],
+            corr: vec![0; if_has(!half, blocks)],
+            corr16: vec![0; if_has(half, blocks)],
             mins: vec![0; if_has(kind.has_mins() && !small, blocks * 8)],
             mins8: vec![0; if_has(kind.has_mins() && small, blocks * 8)],
-            d: vec![0.0; blocks],
+            d: vec![0.0; if_has(!half, blocks)],
+            d16: vec![0; if_has(half, blocks)],
             dmin: vec![0.0; if_has(kind.has_mins(), blocks)],
             affine: None,
         };
@@ -715,8 +762,18 @@ impl QuantPacked {
         for (o, &v) in into.mins.iter_mut().zip(&self.mins8[p * mins..][..mins]) {
             *o = i16::from(v);
         }
-        chunk(&self.corr, p, &mut into.corr);
-        chunk(&self.d, p, &mut into.d);
+        if self.half {
+            let n = into.corr.len();
+            for (o, &c) in into.corr.iter_mut().zip(&self.corr16[p * n..][..n]) {
+                *o = i32::from(c) * 128;
+            }
+            for (o, &h) in into.d.iter_mut().zip(&self.d16[p * n..][..n]) {
+                *o = half::f16::from_bits(h).to_f32();
+            }
+        } else {
+            chunk(&self.corr, p, &mut into.corr);
+            chunk(&self.d, p, &mut into.d);
+        }
         chunk(&self.dmin, p, &mut into.dmin);
     }
 

@@ -45,7 +45,7 @@ fn quant_layout_interleaves_rows_by_16_and_groups_of_4() {
             bytes.extend((0..32).map(|i| ((r * 3 + b * 32 + i) % 100) as u8));
         }
     }
-    let w = PackedWeight::new(GgmlType::Q8_0, n, k, &bytes).unwrap();
+    let w = PackedWeight::new_with(GgmlType::Q8_0, n, k, &bytes, Form::Bytes).unwrap();
     let Inner::Quant(q) = &w.inner else {
         unreachable!()
     };
@@ -67,6 +67,19 @@ fn quant_layout_interleaves_rows_by_16_and_groups_of_4() {
         }
     }
     assert_eq!(w.packed_bytes(), 2 * PANEL * k + 4 * (2 * PANEL * 2 * 2));
+    // The planar form keeps the weights and holds `corr / 128` and `d` in 16 bits.
+    let h = PackedWeight::new_with(GgmlType::Q8_0, n, k, &bytes, Form::Planar).unwrap();
+    let Inner::Quant(hq) = &h.inner else {
+        unreachable!()
+    };
+    assert!(hq.half && hq.small && hq.corr.is_empty() && hq.d.is_empty());
+    assert_eq!(q.d[0], 1.0);
+    assert_eq!(hq.qs, q.qs);
+    for (i, &c) in q.corr.iter().enumerate() {
+        assert_eq!(i32::from(hq.corr16[i]) * 128, c, "block constant {i}");
+        assert_eq!(half::f16::from_bits(hq.d16[i]).to_f32(), q.d[i]);
+    }
+    assert_eq!(h.packed_bytes(), 2 * PANEL * k + 2 * (2 * PANEL * 2 * 2));
 }
 
 #[test]

@@ -93,6 +93,9 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
         QuantKind::Q2K | QuantKind::Q3K | QuantKind::Q6K => go!(16, true, false),
         QuantKind::IQ4XS if w.small => go!(32, true, false, false, true, 0),
         QuantKind::IQ4XS => go!(32, true, false),
+        QuantKind::Q8_0 | QuantKind::Q4_0 | QuantKind::Q5_0 | QuantKind::IQ4NL if w.half => {
+            go!(32, false, false, false, true, 0)
+        }
         QuantKind::Q8_0
         | QuantKind::Q4_0
         | QuantKind::Q4_1
@@ -300,7 +303,8 @@ impl<const MINS: bool> BlockFold<MINS> {
         unsafe { Self::with_mins(w, pb, mins) }
     }
 
-    /// [`BlockFold::new`] for a small matrix, whose mins are i8 (`mins8`, same order).
+    /// [`BlockFold::new`] for a small matrix, whose mins are i8 (`mins8`, same order) and,
+    /// with `w.half`, whose `corr` and `d` are 16-bit (`corr16`, `d16`).
     ///
     /// # Safety
     /// As [`BlockFold::new`], with AVX-512 BW too; `w.small`.
@@ -317,6 +321,19 @@ impl<const MINS: bool> BlockFold<MINS> {
                     _mm512_cvtepi8_epi16(_mm256_loadu_si256(mp.add(q * 2 * PANEL).cast()))
                 };
             }
+        }
+        if w.half {
+            // SAFETY: 16 values at `pb` of each (bounds-checked); AVX-512 F by the contract.
+            return unsafe {
+                let c16 = _mm256_loadu_si256(w.corr16[pb..pb + PANEL].as_ptr().cast());
+                let d16 = _mm256_loadu_si256(w.d16[pb..pb + PANEL].as_ptr().cast());
+                BlockFold {
+                    corr: _mm512_slli_epi32::<7>(_mm512_cvtepi16_epi32(c16)),
+                    d: _mm512_cvtph_ps(d16),
+                    dmin: _mm512_setzero_ps(),
+                    mins,
+                }
+            };
         }
         // SAFETY: the caller's contract.
         unsafe { Self::with_mins(w, pb, mins) }

@@ -20,15 +20,16 @@
 //! matrix one panel at a time, expanded into the byte layout.
 //!
 //! Where the AVX-512 VNNI kernel is the active path ([`planar_for`]) the small form also
-//! holds Q6_K's weights in 6 bits and Q5_K's in 5 ([`QuantPacked::planar`]): `u = q + 32`
-//! (Q6_K) or `u = q` (Q5_K, already 0..=31) in bit planes. A group of `G` lines (4 for Q6_K,
-//! 8 for Q5_K: one sub-block) is `G / 2` nibble lines (`u & 15`, lines paired as for Q4_K)
-//! and one line of the `G` lines' high bits (`u >> 4`, line `j` at bits `hj..hj + h`, `h` =
-//! 2 or 1). Q6_K then takes 6.75 bits per weight (1.03x the file) instead of 8.75, Q5_K
-//! 5.9 (1.07x) instead of 8.9. In that form the 32-weight formats with an f16 scale
-//! (Q8_0, Q4_0, Q5_0, IQ4_NL; [`QuantPacked::half`]) also keep their block constants in 16
-//! bits: the scale as the file's f16, `corr / 128` (at most 32 x 127) as i16, so Q8_0 takes
-//! 9 bits per weight (1.06x the file) instead of 10.
+//! holds Q6_K's weights in 6 bits, Q5_K's in 5 and Q3_K's in 3 ([`QuantPacked::planar`]):
+//! `u = q + bias` (32 for Q6_K, 0 for Q5_K, 4 for Q3_K) in bit planes ([`Planes`]). A group
+//! of `G` lines (4 for Q6_K, 8 for Q5_K: one sub-block; 8 for Q3_K: two) is `G * lo / 8`
+//! lines of low bits (4 bits: lines paired as for Q4_K; 2 bits: 4 lines a line) and one line
+//! of the `G` lines' high bits. Q6_K then takes 6.75 bits per weight (1.03x the file)
+//! instead of 8.75, Q5_K 5.9 (1.07x) instead of 8.9, Q3_K 3.75 (1.09x) instead of 8.75. In
+//! that form the 32-weight formats with an f16 scale (Q8_0, Q4_0, Q5_0, IQ4_NL;
+//! [`QuantPacked::half`]) also keep their block constants in 16 bits: the scale as the
+//! file's f16, `corr / 128` (at most 32 x 127) as i16, so Q8_0 takes 9 bits per weight
+//! (1.06x the file) instead of 10.
 //!
 //! Q2_K's mins (per 16 weights) and Q4_1/Q5_1's offsets (per 32) are kept as a small float
 //! matrix `[n x k / group]` (1–2 bits per weight more), applied as a second, float GEMM
@@ -80,7 +81,8 @@ pub(crate) struct QuantPacked {
     /// The small form (see the module docs): `scales8` and `mins8` stand for `scales` and
     /// `mins` (empty), narrowed to i8, and for Q4_K `qs` holds two weights a byte.
     pub(crate) small: bool,
-    /// Q5_K/Q6_K in the small form with 5/6-bit weights in planes (see the module docs).
+    /// Q3_K/Q5_K/Q6_K in the small form with 3/5/6-bit weights in planes (see the module
+    /// docs).
     pub(crate) planar: bool,
     /// A 32-weight format in the small form: `corr16` and `d16` stand for `corr` and `d`
     /// (empty).
@@ -192,6 +194,7 @@ impl PackedWeight {
             QuantKind::Q4K if small => k / 2,
             QuantKind::Q6K if small && form == Form::Planar => k / 4 * 3,
             QuantKind::Q5K if small && form == Form::Planar => k / 8 * 5,
+            QuantKind::Q3K if small && form == Form::Planar => k / 8 * 3,
             _ => k,
         })?;
         let (scale, min) = if small { (1, 1) } else { (4, 2) };
@@ -214,8 +217,8 @@ impl PackedWeight {
         matches!(&self.inner, Inner::Quant(q) if q.small)
     }
 
-    /// Whether the weight is Q5_K or Q6_K held in 5 or 6 bits (the small form where the
-    /// AVX-512 VNNI kernel reads it; see the module docs).
+    /// Whether the weight is Q3_K, Q5_K or Q6_K held in 3, 5 or 6 bits (the small form where
+    /// the AVX-512 VNNI kernel reads it; see the module docs).
     pub fn is_planar(&self) -> bool {
         matches!(&self.inner, Inner::Quant(q) if q.planar)
     }
@@ -343,7 +346,8 @@ pub(crate) fn small_for(path: Path) -> bool {
         && std::env::var("LACUNA_SMALL_PANELS").map_or(true, |v| v != "0")
 }
 
-/// Whether packing for `path` holds Q5_K and Q6_K in bit planes (within the small form):
+/// Whether packing for `path` holds Q3_K, Q5_K and Q6_K in bit planes, and the 32-weight
+/// formats' block constants in 16 bits (within the small form):
 /// on AVX-512 VNNI, whose kernel reads them, unless `LACUNA_PLANAR_PANELS=0` (for A/B
 /// measurements).
 pub(crate) fn planar_for(path: Path) -> bool {
@@ -378,7 +382,7 @@ pub(crate) enum Form {
     Bytes,
     /// The small form: i8 scales and mins, Q4_K two weights a byte.
     Small,
-    /// The small form with Q5_K and Q6_K in bit planes, and 16-bit block constants for
+    /// The small form with Q3_K, Q5_K and Q6_K in bit planes, and 16-bit block constants for
     /// the 32-weight formats with an f16 scale.
     Planar,
 }
@@ -461,7 +465,7 @@ fn pack_quant(
 
 /// [`pack_quant`] in the small form: each panel decoded into a byte panel, then its
 /// integer scales and mins narrowed to i8 and its weights paired into nibbles (Q4_K) or
-/// held in bit planes (Q5_K and Q6_K when `planar`).
+/// held in bit planes (Q3_K, Q5_K and Q6_K when `planar`).
 fn pack_small(
     kind: QuantKind,
     n: usize,
@@ -564,37 +568,81 @@ fn from_nibbles(nib: &[i8], bytes: &mut [i8]) {
     }
 }
 
-/// The planar forms' layout for `bits` (5: Q5_K, 6: Q6_K): (lines per group, high bits
-/// per weight, the bias that makes the weights unsigned).
-pub(crate) const fn planes(bits: usize) -> (usize, usize, i8) {
-    if bits == 6 { (4, 2, 32) } else { (8, 1, 0) }
+/// A planar form's layout (see the module docs).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Planes {
+    /// Lines per group.
+    pub(crate) group: usize,
+    /// Low bits per weight: 4 (Q5_K, Q6_K) or 2 (Q3_K), in `group * lo / 8` lines.
+    pub(crate) lo: usize,
+    /// High bits per weight, in one line after the low ones.
+    pub(crate) hi: usize,
+    /// What makes the weights unsigned (`u = q + bias`).
+    pub(crate) bias: i8,
 }
 
-/// One byte panel `[k/4][16][4]` of Q6_K (values -32..=31, `bits` 6) or Q5_K (0..=31,
-/// `bits` 5) in bit planes (see the module docs): per group of `G` lines, `G / 2` nibble
-/// lines as [`to_nibbles`] pairs them, then one line of their high bits.
+/// The planar layout for `bits` (3: Q3_K, 5: Q5_K, 6: Q6_K).
+pub(crate) const fn planes(bits: usize) -> Planes {
+    match bits {
+        6 => Planes {
+            group: 4,
+            lo: 4,
+            hi: 2,
+            bias: 32,
+        },
+        3 => Planes {
+            group: 8,
+            lo: 2,
+            hi: 1,
+            bias: 4,
+        },
+        _ => Planes {
+            group: 8,
+            lo: 4,
+            hi: 1,
+            bias: 0,
+        },
+    }
+}
+
+impl Planes {
+    /// Where line `j` of a group keeps its high bits in the high line: `hi * j`, but for
+    /// Q3_K (two sub-blocks of 4 lines a group) bit `2j + p` for line `j` of sub-block `p`,
+    /// so that a kernel moves each line's bit in a direction fixed by `j`.
+    pub(crate) const fn hi_at(self, line: usize) -> usize {
+        if self.lo == 2 {
+            2 * (line % 4) + line / 4
+        } else {
+            self.hi * line
+        }
+    }
+}
+
+/// One byte panel `[k/4][16][4]` in a planar form (see the module docs): per group of `G`
+/// lines, `u = q + bias` as `G * lo / 8` lines of low bits (line `j` in low line
+/// `j / (8 / lo)` at bits `lo * (j % (8 / lo))`; for 4 bits, the pairs of [`to_nibbles`]),
+/// then one line of their high bits ([`Planes::hi_at`]).
 fn to_planes(bits: usize, bytes: &[i8], out: &mut [i8]) {
     let line = 4 * PANEL;
-    let (g, h, bias) = planes(bits);
+    let pl = planes(bits);
+    let per = 8 / pl.lo;
+    let lo_lines = pl.group / per;
     let u = |q: i8| {
-        let u = (q as u8).wrapping_add(bias as u8);
+        let u = (q as u8).wrapping_add(pl.bias as u8);
         debug_assert!(u >> bits == 0, "{q} out of range");
         u
     };
     for (out, group) in out
-        .chunks_exact_mut((g / 2 + 1) * line)
-        .zip(bytes.chunks_exact(g * line))
+        .chunks_exact_mut((lo_lines + 1) * line)
+        .zip(bytes.chunks_exact(pl.group * line))
     {
-        let (nib, high) = out.split_at_mut(g / 2 * line);
-        for (o, pair) in nib.chunks_exact_mut(line).zip(group.chunks_exact(2 * line)) {
-            let (lo, hi) = pair.split_at(line);
-            for ((o, &l), &hv) in o.iter_mut().zip(lo).zip(hi) {
-                *o = (u(l) & 0xF | (u(hv) & 0xF) << 4) as i8;
+        out.fill(0);
+        for j in 0..pl.group {
+            for b in 0..line {
+                let v = u(group[j * line + b]);
+                out[j / per * line + b] |= ((v & ((1 << pl.lo) - 1)) << (pl.lo * (j % per))) as i8;
+                out[lo_lines * line + b] |= ((v >> pl.lo) << pl.hi_at(j)) as i8;
             }
-        }
-        for (b, o) in high.iter_mut().enumerate() {
-            let top = (0..g).fold(0u8, |acc, j| acc | (u(group[j * line + b]) >> 4) << (h * j));
-            *o = top as i8;
         }
     }
 }
@@ -602,18 +650,19 @@ fn to_planes(bits: usize, bytes: &[i8], out: &mut [i8]) {
 /// [`to_planes`] undone: one planar panel back into its byte panel.
 fn from_planes(bits: usize, planes_in: &[i8], bytes: &mut [i8]) {
     let line = 4 * PANEL;
-    let (g, h, bias) = planes(bits);
+    let pl = planes(bits);
+    let per = 8 / pl.lo;
+    let lo_lines = pl.group / per;
     for (group, src) in bytes
-        .chunks_exact_mut(g * line)
-        .zip(planes_in.chunks_exact((g / 2 + 1) * line))
+        .chunks_exact_mut(pl.group * line)
+        .zip(planes_in.chunks_exact((lo_lines + 1) * line))
     {
-        let (nib, high) = src.split_at(g / 2 * line);
         for (j, dst) in group.chunks_exact_mut(line).enumerate() {
             for (b, d) in dst.iter_mut().enumerate() {
-                let v = nib[j / 2 * line + b] as u8;
-                let lo = if j % 2 == 0 { v & 0xF } else { v >> 4 };
-                let hi = (high[b] as u8 >> (h * j)) & ((1 << h) - 1);
-                *d = ((lo | hi << 4) as i8).wrapping_sub(bias);
+                let lo =
+                    (src[j / per * line + b] as u8 >> (pl.lo * (j % per))) & ((1 << pl.lo) - 1);
+                let hi = (src[lo_lines * line + b] as u8 >> pl.hi_at(j)) & ((1 << pl.hi) - 1);
+                *d = ((lo | hi << pl.lo) as i8).wrapping_sub(pl.bias);
             }
         }
     }
@@ -677,7 +726,8 @@ impl QuantPacked {
     /// empty, no float offsets yet).
     fn zeroed(kind: QuantKind, k: usize, panels: usize, small: bool, planar: bool) -> QuantPacked {
         let half = planar && small && half_consts(kind);
-        let planar = planar && small && matches!(kind, QuantKind::Q5K | QuantKind::Q6K);
+        let planar =
+            planar && small && matches!(kind, QuantKind::Q3K | QuantKind::Q5K | QuantKind::Q6K);
         let nblk = k / kind.block();
         let nsub = kind.block() / kind.sub();
         let blocks = panels * PANEL * nblk;
@@ -721,6 +771,7 @@ impl QuantPacked {
     /// The bits per weight of a planar matrix (5 for Q5_K, 6 for Q6_K), 0 for the others.
     pub(crate) fn planar_bits(&self) -> usize {
         match self.kind {
+            QuantKind::Q3K if self.planar => 3,
             QuantKind::Q5K if self.planar => 5,
             QuantKind::Q6K if self.planar => 6,
             _ => 0,

@@ -134,14 +134,26 @@ fn small_panels_hold_nibble_line_pairs_and_expand_back() {
 }
 
 #[test]
-fn planar_panels_hold_nibbles_and_high_bits_and_expand_back() {
+fn planar_panels_hold_low_and_high_bits_and_expand_back() {
     let mut rng = crate::testing::Rng(5);
     let (n, k) = (19, 512);
-    // (type, bits, lines per group, high bits, bias, bytes per row and block of 256)
-    for (ty, bits, g, h, bias, per_block) in [
-        (GgmlType::Q6_K, 6, 4, 2, 32, 192 + 16 + 8),
-        (GgmlType::Q5_K, 5, 8, 1, 0, 160 + 8 + 8 + 12),
-    ] {
+    // (type, bits, lines per group, low bits, bias, high bit of line j, bytes per row and
+    // block of 256: weights, i8 scales (and mins), `corr`, `d` (and `dmin`))
+    type Case = (GgmlType, usize, usize, usize, i8, fn(usize) -> usize, usize);
+    let cases: [Case; 3] = [
+        (GgmlType::Q6_K, 6, 4, 4, 32, |j| 2 * j, 192 + 16 + 8),
+        (GgmlType::Q5_K, 5, 8, 4, 0, |j| j, 160 + 8 + 8 + 12),
+        (
+            GgmlType::Q3_K,
+            3,
+            8,
+            2,
+            4,
+            |j| 2 * (j % 4) + j / 4,
+            96 + 16 + 8,
+        ),
+    ];
+    for (ty, bits, g, lo, bias, hi_at, per_block) in cases {
         let bytes = crate::testing::weights(ty, n, k, &mut rng, 1.0);
         let held = PackedWeight::new_with(ty, n, k, &bytes, Form::Bytes).unwrap();
         let planar = PackedWeight::new_with(ty, n, k, &bytes, Form::Planar).unwrap();
@@ -151,20 +163,22 @@ fn planar_panels_hold_nibbles_and_high_bits_and_expand_back() {
         assert!(q.planar && q.small && !q.nib() && !b.planar && planar.is_planar());
         assert_eq!(q.planar_bits(), bits);
         assert_eq!(q.qs.len() * 8, b.qs.len() * bits);
-        // Group i of g lines: nibble lines pairing lines 2j/2j+1, then the high bits of
-        // q + bias, line j at bits h*j.
-        let line = 4 * PANEL;
+        // Group i of g lines: low lines (line j in low line j / per at bits lo * (j % per)),
+        // then one line of the high bits of q + bias.
+        let (line, per) = (4 * PANEL, 8 / lo);
+        let lo_lines = g / per;
         let mut seen = [false; 64];
         for (i, lines) in b.qs.chunks_exact(g * line).enumerate() {
-            let out = &q.qs[i * (g / 2 + 1) * line..][..(g / 2 + 1) * line];
+            let out = &q.qs[i * (lo_lines + 1) * line..][..(lo_lines + 1) * line];
             for j in 0..g {
                 for x in 0..line {
                     let u = (lines[j * line + x] + bias) as u8;
                     seen[usize::from(u)] = true;
-                    let nib = out[j / 2 * line + x] as u8 >> (4 * (j % 2)) & 0xF;
-                    assert_eq!(nib, u & 0xF, "{ty} group {i} line {j} byte {x}");
-                    let top = (out[g / 2 * line + x] as u8 >> (h * j)) & ((1 << h) - 1);
-                    assert_eq!(top, u >> 4, "{ty} group {i} line {j} byte {x}");
+                    let low = out[j / per * line + x] as u8 >> (lo * (j % per)) & ((1 << lo) - 1);
+                    assert_eq!(low, u & ((1 << lo) - 1), "{ty} group {i} line {j} byte {x}");
+                    let top =
+                        (out[lo_lines * line + x] as u8 >> hi_at(j)) & ((1 << (bits - lo)) - 1);
+                    assert_eq!(top, u >> lo, "{ty} group {i} line {j} byte {x}");
                 }
             }
         }
@@ -185,7 +199,6 @@ fn planar_panels_hold_nibbles_and_high_bits_and_expand_back() {
             assert_eq!(one.d[..], b.d[at(one.d.len())]);
             assert_eq!(one.dmin[..], b.dmin[at(one.dmin.len())]);
         }
-        // Weights, i8 scales (and mins), `corr` and `d` (and `dmin`) per row and block.
         let rows = n.div_ceil(PANEL) * PANEL;
         assert_eq!(planar.packed_bytes(), rows * (k / 256) * per_block, "{ty}");
     }

@@ -89,6 +89,7 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
         QuantKind::Q5K if w.small => go!(32, true, true, false, true, 0),
         QuantKind::Q4K | QuantKind::Q5K => go!(32, true, true),
         QuantKind::Q6K if w.planar => go!(16, true, false, false, true, 6),
+        QuantKind::Q3K if w.planar => go!(16, true, false, false, true, 3),
         QuantKind::Q3K | QuantKind::Q6K if w.small => go!(16, true, false, false, true, 0),
         QuantKind::Q2K | QuantKind::Q3K | QuantKind::Q6K => go!(16, true, false),
         QuantKind::IQ4XS if w.small => go!(32, true, false, false, true, 0),
@@ -108,9 +109,9 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
 
 /// One register tile: panels `p0..p0+R`, tokens `t0..t0+T`, all of K. `SMALL`: the small
 /// form (`w.small`: i8 scales and mins, widened when loaded); `NIB`: its Q4_K weights two to
-/// a byte, split into the two lines they hold when loaded; `BITS` (5 or 6, else 0): its Q5_K or
-/// Q6_K weights in bit planes (`w.planar`), each line rebuilt from a nibble line and a line
-/// of high bits.
+/// a byte, split into the two lines they hold when loaded; `BITS` (3, 5 or 6, else 0): its Q3_K,
+/// Q5_K or Q6_K weights in bit planes (`w.planar`), each line rebuilt from a line of low
+/// bits and a line of high bits.
 ///
 /// # Safety
 /// AVX-512 F/BW/VNNI; `p0 + R <= w.panels`, `t0 + T <= out.t`, `a` prepared for `w`.
@@ -138,11 +139,15 @@ unsafe fn tile<
     debug_assert!(p0 + R <= w.panels && t0 + T <= out.t);
     debug_assert!(a.q.len() >= (t0 + T) * k && a.d.len() >= (t0 + T) * nblk);
     debug_assert!(NIB == w.nib() && SMALL == w.small && BITS == w.planar_bits());
-    // A planar group of G lines is one sub-block, so line g of a sub is line g of a group.
-    let (group, hbits, bias) = planes(BITS);
-    debug_assert!(BITS == 0 || SUB == 4 * group);
-    let hmask = _mm512_set1_epi8((((1 << hbits) - 1) << 4) as i8);
-    let bias = _mm512_set1_epi8(bias);
+    // A planar group of G lines is one sub-block (Q3_K: two), so line g of a sub is line
+    // g of a group (Q3_K: line g + 4 * (which sub)).
+    let pl = planes(BITS);
+    let lo_lines = pl.group * pl.lo / 8;
+    let group_k = 4 * pl.group;
+    debug_assert!(BITS == 0 || group_k == SUB * if pl.lo == 2 { 2 } else { 1 });
+    let lomask = _mm512_set1_epi8(((1 << pl.lo) - 1) as i8);
+    let hmask = _mm512_set1_epi8((((1 << pl.hi) - 1) << pl.lo) as i8);
+    let bias = _mm512_set1_epi8(pl.bias);
     let panel_bytes = w.panel_qs();
     // Plain loops, not `array::from_fn`: its closures are not inlined into this
     // AVX-512 function.
@@ -172,11 +177,18 @@ unsafe fn tile<
                     let mut wv = [_mm512_setzero_si512(); R];
                     for r in 0..R {
                         wv[r] = if BITS != 0 {
-                            // Group k0 / SUB is SUB * 16 * BITS / 8 bytes at k0 * 2 * BITS:
-                            // its nibble lines (g/2 holds lines g and g + 1), then the high
-                            // bits of its lines (line g at bits hbits * g).
-                            let at = qs[r].add(k0 * 2 * BITS);
-                            let lo = if g % 2 == 0 {
+                            // Group k0 / group_k: its low lines (4 bits: g/2 holds lines g
+                            // and g + 1; 2 bits: line `sub` holds the 4 lines of this sub),
+                            // then the high bits of its lines (`Planes::hi_at`).
+                            let at = qs[r].add(k0 / group_k * (lo_lines + 1) * 64);
+                            let sub = k0 % group_k / SUB;
+                            let lo = if pl.lo == 2 {
+                                if g == 0 {
+                                    high[r] = _mm512_loadu_si512(at.add(sub * 64).cast());
+                                }
+                                let v = _mm512_srl_epi16(high[r], _mm_set_epi64x(0, 2 * g as i64));
+                                _mm512_and_si512(v, lomask)
+                            } else if g % 2 == 0 {
                                 let v = _mm512_loadu_si512(at.add(g / 2 * 64).cast());
                                 high[r] = _mm512_and_si512(_mm512_srli_epi16::<4>(v), low4);
                                 _mm512_and_si512(v, low4)
@@ -184,11 +196,13 @@ unsafe fn tile<
                                 high[r]
                             };
                             if g == 0 {
-                                top[r] = _mm512_loadu_si512(at.add(group / 2 * 64).cast());
+                                top[r] = _mm512_loadu_si512(at.add(lo_lines * 64).cast());
                             }
-                            // The high bits of line g to bit 4 and up (16-bit shifts by
-                            // constants once unrolled: what crosses a byte is masked off).
-                            let up = 4 - (hbits * g) as i64;
+                            // The high bits of this line to bit `lo` and up (16-bit shifts:
+                            // what crosses a byte is masked off; by constants once unrolled
+                            // but for Q3_K's `sub`, whose direction is fixed by g).
+                            let pos = if pl.lo == 2 { 2 * g + sub } else { pl.hi * g };
+                            let up = pl.lo as i64 - pos as i64;
                             let hi = if up > 0 {
                                 _mm512_sll_epi16(top[r], _mm_set_epi64x(0, up))
                             } else {
@@ -196,7 +210,7 @@ unsafe fn tile<
                             };
                             // lo | (hi & hmask), less the bias.
                             let u = _mm512_ternarylogic_epi32::<0xF8>(lo, hi, hmask);
-                            if BITS == 6 {
+                            if pl.bias != 0 {
                                 _mm512_sub_epi8(u, bias)
                             } else {
                                 u

@@ -205,6 +205,42 @@ fn planar_panels_hold_low_and_high_bits_and_expand_back() {
 }
 
 #[test]
+fn level_formats_hold_level_indices_as_nibbles_and_expand_back() {
+    let mut rng = crate::testing::Rng(9);
+    let (n, k) = (32, 512);
+    for ty in [GgmlType::IQ4_XS] {
+        let bytes = crate::testing::weights(ty, n, k, &mut rng, 1.0);
+        let held = PackedWeight::new_with(ty, n, k, &bytes, Form::Bytes).unwrap();
+        let lut = PackedWeight::new_with(ty, n, k, &bytes, Form::Planar).unwrap();
+        let (Inner::Quant(b), Inner::Quant(q)) = (&held.inner, &lut.inner) else {
+            panic!("quantized layouts expected");
+        };
+        assert!(
+            q.lut && q.nib() && !b.lut && q.qs.len() * 2 == b.qs.len(),
+            "{ty}"
+        );
+        // Byte j of line pair l: the indices of lines 2l (low) and 2l + 1 (high).
+        let lv = levels(q.kind);
+        let line = 4 * PANEL;
+        let mut used = [false; 16];
+        for (l, pair) in b.qs.chunks_exact(2 * line).enumerate() {
+            for j in 0..line {
+                let v = q.qs[l * line + j] as u8;
+                assert_eq!(lv[usize::from(v & 0xF)], pair[j], "{ty}");
+                assert_eq!(lv[usize::from(v >> 4)], pair[line + j], "{ty}");
+                used[usize::from(v & 0xF)] = true;
+            }
+        }
+        assert!(used.iter().all(|&u| u), "{ty}: every level drawn");
+        let mut one = QuantPacked::one_panel(b.kind, k);
+        for p in 0..q.panels {
+            q.expand_panel(p, &mut one);
+            assert_eq!(one.qs[..], b.qs[p * PANEL * k..(p + 1) * PANEL * k], "{ty}");
+        }
+    }
+}
+
+#[test]
 fn repacked_bytes_are_what_packing_holds() {
     let mut rng = crate::testing::Rng(11);
     let types = QuantKind::ALL.into_iter().map(QuantKind::ty).chain([

@@ -7,7 +7,7 @@ use std::arch::x86_64::*;
 use crate::acts::Acts;
 use crate::blocks::QuantKind;
 use crate::out::Out;
-use crate::packed::{FloatPacked, PANEL, QuantPacked, planes};
+use crate::packed::{FloatPacked, PANEL, QuantPacked, levels, planes};
 
 /// Tokens per register tile: 2 panels x 6 tokens = 12 independent `vpdpbusd` chains, enough
 /// to cover its latency (measured best-of-30, 1 thread, Q4_K 4096² T=160: 280 GOP/s with 4
@@ -32,51 +32,51 @@ fn balanced(left: usize, max: usize) -> usize {
 pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usize, out: Out) {
     macro_rules! go {
         ($sub:literal, $sc:literal, $mins:literal) => {
-            go!($sub, $sc, $mins, false, false, 0)
+            go!($sub, $sc, $mins, false, false, 0, false)
         };
-        ($sub:literal, $sc:literal, $mins:literal, $nib:literal, $small:literal, $bits:literal) => {{
+        ($sub:literal, $sc:literal, $mins:literal, $nib:literal, $small:literal, $bits:literal, $lut:literal) => {{
             let mut t0 = 0;
             while t0 < out.t {
                 let tt = balanced(out.t - t0, TT);
                 // SAFETY: same contract as this function; tile bounds checked here.
                 unsafe {
                     match (np, tt) {
-                        (2, 6) => {
-                            tile::<2, 6, $sub, $sc, $mins, $nib, $small, $bits>(w, a, p0, t0, out)
-                        }
-                        (2, 5) => {
-                            tile::<2, 5, $sub, $sc, $mins, $nib, $small, $bits>(w, a, p0, t0, out)
-                        }
-                        (2, 4) => {
-                            tile::<2, 4, $sub, $sc, $mins, $nib, $small, $bits>(w, a, p0, t0, out)
-                        }
-                        (2, 3) => {
-                            tile::<2, 3, $sub, $sc, $mins, $nib, $small, $bits>(w, a, p0, t0, out)
-                        }
-                        (2, 2) => {
-                            tile::<2, 2, $sub, $sc, $mins, $nib, $small, $bits>(w, a, p0, t0, out)
-                        }
-                        (2, _) => {
-                            tile::<2, 1, $sub, $sc, $mins, $nib, $small, $bits>(w, a, p0, t0, out)
-                        }
-                        (_, 6) => {
-                            tile::<1, 6, $sub, $sc, $mins, $nib, $small, $bits>(w, a, p0, t0, out)
-                        }
-                        (_, 5) => {
-                            tile::<1, 5, $sub, $sc, $mins, $nib, $small, $bits>(w, a, p0, t0, out)
-                        }
-                        (_, 4) => {
-                            tile::<1, 4, $sub, $sc, $mins, $nib, $small, $bits>(w, a, p0, t0, out)
-                        }
-                        (_, 3) => {
-                            tile::<1, 3, $sub, $sc, $mins, $nib, $small, $bits>(w, a, p0, t0, out)
-                        }
-                        (_, 2) => {
-                            tile::<1, 2, $sub, $sc, $mins, $nib, $small, $bits>(w, a, p0, t0, out)
-                        }
-                        (_, _) => {
-                            tile::<1, 1, $sub, $sc, $mins, $nib, $small, $bits>(w, a, p0, t0, out)
-                        }
+                        (2, 6) => tile::<2, 6, $sub, $sc, $mins, $nib, $small, $bits, $lut>(
+                            w, a, p0, t0, out,
+                        ),
+                        (2, 5) => tile::<2, 5, $sub, $sc, $mins, $nib, $small, $bits, $lut>(
+                            w, a, p0, t0, out,
+                        ),
+                        (2, 4) => tile::<2, 4, $sub, $sc, $mins, $nib, $small, $bits, $lut>(
+                            w, a, p0, t0, out,
+                        ),
+                        (2, 3) => tile::<2, 3, $sub, $sc, $mins, $nib, $small, $bits, $lut>(
+                            w, a, p0, t0, out,
+                        ),
+                        (2, 2) => tile::<2, 2, $sub, $sc, $mins, $nib, $small, $bits, $lut>(
+                            w, a, p0, t0, out,
+                        ),
+                        (2, _) => tile::<2, 1, $sub, $sc, $mins, $nib, $small, $bits, $lut>(
+                            w, a, p0, t0, out,
+                        ),
+                        (_, 6) => tile::<1, 6, $sub, $sc, $mins, $nib, $small, $bits, $lut>(
+                            w, a, p0, t0, out,
+                        ),
+                        (_, 5) => tile::<1, 5, $sub, $sc, $mins, $nib, $small, $bits, $lut>(
+                            w, a, p0, t0, out,
+                        ),
+                        (_, 4) => tile::<1, 4, $sub, $sc, $mins, $nib, $small, $bits, $lut>(
+                            w, a, p0, t0, out,
+                        ),
+                        (_, 3) => tile::<1, 3, $sub, $sc, $mins, $nib, $small, $bits, $lut>(
+                            w, a, p0, t0, out,
+                        ),
+                        (_, 2) => tile::<1, 2, $sub, $sc, $mins, $nib, $small, $bits, $lut>(
+                            w, a, p0, t0, out,
+                        ),
+                        (_, _) => tile::<1, 1, $sub, $sc, $mins, $nib, $small, $bits, $lut>(
+                            w, a, p0, t0, out,
+                        ),
                     }
                 }
                 t0 += tt;
@@ -84,18 +84,19 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
         }};
     }
     match w.kind {
-        QuantKind::Q4K if w.small => go!(32, true, true, true, true, 0),
-        QuantKind::Q5K if w.planar => go!(32, true, true, false, true, 5),
-        QuantKind::Q5K if w.small => go!(32, true, true, false, true, 0),
+        QuantKind::IQ4XS if w.lut => go!(32, true, false, true, true, 0, true),
+        QuantKind::Q4K if w.small => go!(32, true, true, true, true, 0, false),
+        QuantKind::Q5K if w.planar => go!(32, true, true, false, true, 5, false),
+        QuantKind::Q5K if w.small => go!(32, true, true, false, true, 0, false),
         QuantKind::Q4K | QuantKind::Q5K => go!(32, true, true),
-        QuantKind::Q6K if w.planar => go!(16, true, false, false, true, 6),
-        QuantKind::Q3K if w.planar => go!(16, true, false, false, true, 3),
-        QuantKind::Q3K | QuantKind::Q6K if w.small => go!(16, true, false, false, true, 0),
+        QuantKind::Q6K if w.planar => go!(16, true, false, false, true, 6, false),
+        QuantKind::Q3K if w.planar => go!(16, true, false, false, true, 3, false),
+        QuantKind::Q3K | QuantKind::Q6K if w.small => go!(16, true, false, false, true, 0, false),
         QuantKind::Q2K | QuantKind::Q3K | QuantKind::Q6K => go!(16, true, false),
-        QuantKind::IQ4XS if w.small => go!(32, true, false, false, true, 0),
+        QuantKind::IQ4XS if w.small => go!(32, true, false, false, true, 0, false),
         QuantKind::IQ4XS => go!(32, true, false),
         QuantKind::Q8_0 | QuantKind::Q4_0 | QuantKind::Q5_0 | QuantKind::IQ4NL if w.half => {
-            go!(32, false, false, false, true, 0)
+            go!(32, false, false, false, true, 0, false)
         }
         QuantKind::Q8_0
         | QuantKind::Q4_0
@@ -111,7 +112,8 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
 /// form (`w.small`: i8 scales and mins, widened when loaded); `NIB`: its Q4_K weights two to
 /// a byte, split into the two lines they hold when loaded; `BITS` (3, 5 or 6, else 0): its Q3_K,
 /// Q5_K or Q6_K weights in bit planes (`w.planar`), each line rebuilt from a line of low
-/// bits and a line of high bits.
+/// bits and a line of high bits; `LUT` (with `NIB`): the nibbles are indices
+/// into the kind's 16 levels (`w.lut`), looked up with `vpshufb`.
 ///
 /// # Safety
 /// AVX-512 F/BW/VNNI; `p0 + R <= w.panels`, `t0 + T <= out.t`, `a` prepared for `w`.
@@ -125,6 +127,7 @@ unsafe fn tile<
     const NIB: bool,
     const SMALL: bool,
     const BITS: usize,
+    const LUT: bool,
 >(
     w: &QuantPacked,
     a: &Acts,
@@ -139,6 +142,11 @@ unsafe fn tile<
     debug_assert!(p0 + R <= w.panels && t0 + T <= out.t);
     debug_assert!(a.q.len() >= (t0 + T) * k && a.d.len() >= (t0 + T) * nblk);
     debug_assert!(NIB == w.nib() && SMALL == w.small && BITS == w.planar_bits());
+    debug_assert!(LUT == w.lut && (!LUT || NIB));
+    // The 16 levels in each 128-bit lane, for `vpshufb`.
+    let lv = levels(w.kind);
+    // SAFETY: 16 bytes read from a 16-byte array.
+    let table = unsafe { _mm512_broadcast_i32x4(_mm_loadu_si128(lv.as_ptr().cast())) };
     // A planar group of G lines is one sub-block (Q3_K: two), so line g of a sub is line
     // g of a group (Q3_K: line g + 4 * (which sub)).
     let pl = planes(BITS);
@@ -220,8 +228,15 @@ unsafe fn tile<
                         } else if g % 2 == 0 {
                             // Lines kk/4 (low nibbles) and kk/4 + 1 (high) at byte kk * 8.
                             let v = _mm512_loadu_si512(qs[r].add(kk * PANEL / 2).cast());
-                            high[r] = _mm512_and_si512(_mm512_srli_epi16::<4>(v), low4);
-                            _mm512_and_si512(v, low4)
+                            let lo = _mm512_and_si512(v, low4);
+                            let hi = _mm512_and_si512(_mm512_srli_epi16::<4>(v), low4);
+                            if LUT {
+                                high[r] = _mm512_shuffle_epi8(table, hi);
+                                _mm512_shuffle_epi8(table, lo)
+                            } else {
+                                high[r] = hi;
+                                lo
+                            }
                         } else {
                             high[r]
                         };

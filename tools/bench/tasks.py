@@ -70,12 +70,15 @@ def main():
     ap.add_argument("--modes", nargs="*", help="only these mode names (exact always runs)")
     ap.add_argument("--twin", action="store_true",
                     help="the llada2 block-diffusion twin (models/lacuna-tiny-tasks-llada2.gguf)")
+    ap.add_argument("--model", help="another GGUF of the same kind (a candidate before it ships); "
+                    "its results go to --out")
+    ap.add_argument("--out", help="where to write the JSON (default: bench-results/<machine>/tasks/)")
     a = ap.parse_args()
     # LLaDA counts steps over the whole generation, LLaDA2 per block: one token per step both.
     steps = a.block_length if a.twin else a.gen_length
     schedule = ["--gen-length", str(a.gen_length), "--steps", str(steps),
                 "--block-length", str(a.block_length)]
-    model = ["-m", TWIN] if a.twin else ["--demo", "tasks"]
+    model = ["-m", a.model] if a.model else ["-m", TWIN] if a.twin else ["--demo", "tasks"]
     base = [LACUNA, "eval", *model, "--problems", PROBLEMS, "--per-task", str(a.per_task),
             "--threads", str(a.threads), "--json"] + schedule
     all_modes = MODES_LLADA2 if a.twin else MODES
@@ -92,8 +95,9 @@ def main():
         "kind": "lacuna.task-accuracy.v0",
         "date": datetime.date.today().isoformat(),
         "machine": dict(id=a.machine_id, **machine(a.threads)),
-        "model": ("lacuna-tiny-tasks-llada2 (models/lacuna-tiny-tasks-llada2.gguf), Q8_0" if a.twin else
-                  "lacuna-tiny-tasks (lacuna run --demo tasks), Q8_0") + ", tools/train-tiny/README.md",
+        "model": a.model or (
+            ("lacuna-tiny-tasks-llada2 (models/lacuna-tiny-tasks-llada2.gguf), Q8_0" if a.twin else
+             "lacuna-tiny-tasks (lacuna run --demo tasks), Q8_0") + ", tools/train-tiny/README.md"),
         "problems": os.path.relpath(PROBLEMS, ROOT),
         "per_task": a.per_task,
         "schedule": {"gen_length": a.gen_length, "steps": steps, "block_length": a.block_length,
@@ -105,7 +109,7 @@ def main():
     out_dir = os.path.join(ROOT, "bench-results", a.machine_id, "tasks")
     os.makedirs(out_dir, exist_ok=True)
     name = "lacuna-tiny-tasks-llada2" if a.twin else "lacuna-tiny-tasks"
-    path = os.path.join(out_dir, f"{name}-g{a.gen_length}-b{a.block_length}-t{a.threads}.json")
+    path = a.out or os.path.join(out_dir, f"{name}-g{a.gen_length}-b{a.block_length}-t{a.threads}.json")
     with open(path, "w") as f:
         json.dump(result, f, indent=1)
         f.write("\n")

@@ -385,6 +385,15 @@ pub(crate) fn levels(_kind: QuantKind) -> [i8; 16] {
     lacuna_quant::KVALUES_IQ4NL
 }
 
+/// Each byte's index among [`levels`] (by its bits as u8), -1 where it is none.
+fn level_index(kind: QuantKind) -> [i8; 256] {
+    let mut index = [-1i8; 256];
+    for (i, &l) in levels(kind).iter().enumerate() {
+        index[usize::from(l as u8)] = i as i8;
+    }
+    index
+}
+
 /// The 32-weight formats whose block constants fit 16 bits: an f16 scale, and no more than
 /// 32 x 127 for the weight sum.
 fn half_consts(kind: QuantKind) -> bool {
@@ -525,13 +534,13 @@ fn pack_small(
                 if p_lut {
                     // Each level to its index (the levels are distinct); padding rows (zeros,
                     // never stored) to index 0.
-                    let lv = levels(kind);
+                    let index = level_index(kind);
                     for line in one.qs.chunks_exact_mut(4 * PANEL) {
                         for (r, four) in line.chunks_exact_mut(4).enumerate() {
                             for q in four {
-                                let i = lv.iter().position(|l| l == q);
-                                debug_assert!(r >= rows || i.is_some(), "{q}: not a level");
-                                *q = i.unwrap_or(0) as i8;
+                                let i = index[usize::from(*q as u8)];
+                                debug_assert!(r >= rows || i >= 0, "{q}: not a level");
+                                *q = i.max(0);
                             }
                         }
                     }

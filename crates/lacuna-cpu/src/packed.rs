@@ -90,7 +90,7 @@ pub(crate) struct QuantPacked {
     /// A 32-weight format in the small form: `corr16` and `d16` stand for `corr` and `d`
     /// (empty).
     pub(crate) half: bool,
-    /// `qs` holds 4-bit indices into [`levels`] of the kind, two a byte as [`QuantPacked::nib`]
+    /// `qs` holds 4-bit indices into [`LEVELS`] of the kind, two a byte as [`QuantPacked::nib`]
     /// lays them out (IQ4_XS in the planar form).
     pub(crate) lut: bool,
     /// `[panel][k/sub][16]` integer scales (empty when the type has none).
@@ -373,7 +373,7 @@ pub(crate) fn reads_small(path: Path, w: &QuantPacked) -> bool {
     }
 }
 
-/// The 4-bit formats held as indices into their 16 levels ([`levels`]): IQ4_XS. Q4_0 and
+/// The 4-bit formats held as indices into their 16 levels ([`LEVELS`]): IQ4_XS. Q4_0 and
 /// IQ4_NL would take the same form, but their kernel (a fold every 32 weights) ran 36-75%
 /// slower from 32 tokens on (1 thread, 4096x4096), against 40-60% faster at one token.
 fn lut_kind(kind: QuantKind) -> bool {
@@ -381,14 +381,12 @@ fn lut_kind(kind: QuantKind) -> bool {
 }
 
 /// The 16 levels of a [`lut_kind`] (IQ4's `kvalues_iq4nl`), as the byte form holds them.
-pub(crate) fn levels(_kind: QuantKind) -> [i8; 16] {
-    lacuna_quant::KVALUES_IQ4NL
-}
+pub(crate) const LEVELS: [i8; 16] = lacuna_quant::KVALUES_IQ4NL;
 
-/// Each byte's index among [`levels`] (by its bits as u8), -1 where it is none.
-fn level_index(kind: QuantKind) -> [i8; 256] {
+/// Each byte's index among [`LEVELS`] (by its bits as u8), -1 where it is none.
+fn level_index() -> [i8; 256] {
     let mut index = [-1i8; 256];
-    for (i, &l) in levels(kind).iter().enumerate() {
+    for (i, &l) in LEVELS.iter().enumerate() {
         index[usize::from(l as u8)] = i as i8;
     }
     index
@@ -534,7 +532,7 @@ fn pack_small(
                 if p_lut {
                     // Each level to its index (the levels are distinct); padding rows (zeros,
                     // never stored) to index 0.
-                    let index = level_index(kind);
+                    let index = level_index();
                     for line in one.qs.chunks_exact_mut(4 * PANEL) {
                         for (r, four) in line.chunks_exact_mut(4).enumerate() {
                             for q in four {
@@ -843,7 +841,7 @@ impl QuantPacked {
         if self.nib() {
             from_nibbles(qs, &mut into.qs);
             if self.lut {
-                let lv = levels(self.kind);
+                let lv = LEVELS;
                 for q in into.qs.iter_mut() {
                     *q = lv[*q as usize];
                 }

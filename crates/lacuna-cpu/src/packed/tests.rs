@@ -220,7 +220,7 @@ fn level_formats_hold_level_indices_as_nibbles_and_expand_back() {
             "{ty}"
         );
         // Byte j of line pair l: the indices of lines 2l (low) and 2l + 1 (high).
-        let lv = levels(q.kind);
+        let lv = LEVELS;
         let line = 4 * PANEL;
         let mut used = [false; 16];
         for (l, pair) in b.qs.chunks_exact(2 * line).enumerate() {

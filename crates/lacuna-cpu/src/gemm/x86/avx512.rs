@@ -7,7 +7,7 @@ use std::arch::x86_64::*;
 use crate::acts::Acts;
 use crate::blocks::QuantKind;
 use crate::out::Out;
-use crate::packed::{FloatPacked, PANEL, QuantPacked, levels, planes};
+use crate::packed::{FloatPacked, LEVELS, PANEL, QuantPacked, planes};
 
 /// Tokens per register tile: 2 panels x 6 tokens = 12 independent `vpdpbusd` chains, enough
 /// to cover its latency (measured best-of-30, 1 thread, Q4_K 4096² T=160: 280 GOP/s with 4
@@ -143,10 +143,13 @@ unsafe fn tile<
     debug_assert!(a.q.len() >= (t0 + T) * k && a.d.len() >= (t0 + T) * nblk);
     debug_assert!(NIB == w.nib() && SMALL == w.small && BITS == w.planar_bits());
     debug_assert!(LUT == w.lut && (!LUT || NIB));
-    // The 16 levels in each 128-bit lane, for `vpshufb`.
-    let lv = levels(w.kind);
-    // SAFETY: 16 bytes read from a 16-byte array.
-    let table = unsafe { _mm512_broadcast_i32x4(_mm_loadu_si128(lv.as_ptr().cast())) };
+    // The 16 levels in each 128-bit lane, for `vpshufb` (only a LUT tile reads them).
+    let table = if LUT {
+        // SAFETY: 16 bytes read from a 16-byte array.
+        unsafe { _mm512_broadcast_i32x4(_mm_loadu_si128(LEVELS.as_ptr().cast())) }
+    } else {
+        _mm512_setzero_si512()
+    };
     // A planar group of G lines is one sub-block (Q3_K: two), so line g of a sub is line
     // g of a group (Q3_K: line g + 4 * (which sub)).
     let pl = planes(BITS);

@@ -29,10 +29,10 @@
 //! that form the 32-weight formats with an f16 scale (Q8_0, Q4_0, Q5_0, IQ4_NL;
 //! [`QuantPacked::half`]) also keep their block constants in 16 bits: the scale as the
 //! file's f16, `corr / 128` (at most 32 x 127) as i16, so Q8_0 takes 9 bits per weight
-//! (1.06x the file) instead of 10. And IQ4_XS, whose weights are 16 levels
-//! ([`QuantPacked::lut`]), holds each weight as its level's index, two to a byte as for
-//! Q4_K, and the kernel looks the levels up (`vpshufb`): 4.6 bits per weight (1.09x the
-//! file) instead of 8.6.
+//! (1.06x the file) instead of 10. And the 4-bit formats whose weights are 16 levels
+//! (IQ4_XS, IQ4_NL, Q4_0; [`QuantPacked::lut`]) hold each weight as its level's index, two
+//! to a byte as for Q4_K, and the kernel looks the levels up (`vpshufb`): IQ4_XS 4.6 bits
+//! per weight (1.09x the file) instead of 8.6, IQ4_NL and Q4_0 5 (1.11x) instead of 9.
 //!
 //! Q2_K's mins (per 16 weights) and Q4_1/Q5_1's offsets (per 32) are kept as a small float
 //! matrix `[n x k / group]` (1–2 bits per weight more), applied as a second, float GEMM
@@ -90,8 +90,8 @@ pub(crate) struct QuantPacked {
     /// A 32-weight format in the small form: `corr16` and `d16` stand for `corr` and `d`
     /// (empty).
     pub(crate) half: bool,
-    /// `qs` holds 4-bit indices into [`LEVELS`] of the kind, two a byte as [`QuantPacked::nib`]
-    /// lays them out (IQ4_XS in the planar form).
+    /// `qs` holds 4-bit indices into the [`levels`] of the kind, two a byte as
+    /// [`QuantPacked::nib`] lays them out (IQ4_XS, IQ4_NL and Q4_0 in the planar form).
     pub(crate) lut: bool,
     /// `[panel][k/sub][16]` integer scales (empty when the type has none).
     pub(crate) scales: Vec<i32>,
@@ -373,20 +373,33 @@ pub(crate) fn reads_small(path: Path, w: &QuantPacked) -> bool {
     }
 }
 
-/// The 4-bit formats held as indices into their 16 levels ([`LEVELS`]): IQ4_XS. Q4_0 and
-/// IQ4_NL would take the same form, but their kernel (a fold every 32 weights) ran 36-75%
-/// slower from 32 tokens on (1 thread, 4096x4096), against 40-60% faster at one token.
+/// The 4-bit formats held as indices into their 16 levels ([`levels`]): IQ4_XS, IQ4_NL and
+/// Q4_0. The AVX-512 kernel looks the levels up in every token tile of a short canvas and
+/// rebuilds the byte form once per pair of panels for a long one: a lookup per tile of a
+/// 32-weight format ran 36-75% slower than bytes from 32 tokens on (1 thread, 4096x4096),
+/// against 40-60% faster at one token.
 fn lut_kind(kind: QuantKind) -> bool {
-    kind == QuantKind::IQ4XS
+    matches!(kind, QuantKind::IQ4XS | QuantKind::IQ4NL | QuantKind::Q4_0)
 }
 
-/// The 16 levels of a [`lut_kind`] (IQ4's `kvalues_iq4nl`), as the byte form holds them.
-pub(crate) const LEVELS: [i8; 16] = lacuna_quant::KVALUES_IQ4NL;
+/// IQ4's 16 levels (`kvalues_iq4nl`), as the byte form holds them.
+static IQ4_LEVELS: [i8; 16] = lacuna_quant::KVALUES_IQ4NL;
+/// Q4_0's 16 levels (`q - 8`), as the byte form holds them.
+static Q4_0_LEVELS: [i8; 16] = [-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7];
 
-/// Each byte's index among [`LEVELS`] (by its bits as u8), -1 where it is none.
-fn level_index() -> [i8; 256] {
+/// The 16 levels of a [`lut_kind`], as the byte form holds them.
+pub(crate) fn levels(kind: QuantKind) -> &'static [i8; 16] {
+    match kind {
+        QuantKind::Q4_0 => &Q4_0_LEVELS,
+        _ => &IQ4_LEVELS,
+    }
+}
+
+/// Each byte's index among the [`levels`] of `kind` (by its bits as u8), -1 where it is
+/// none.
+fn level_index(kind: QuantKind) -> [i8; 256] {
     let mut index = [-1i8; 256];
-    for (i, &l) in LEVELS.iter().enumerate() {
+    for (i, &l) in levels(kind).iter().enumerate() {
         index[usize::from(l as u8)] = i as i8;
     }
     index
@@ -532,7 +545,7 @@ fn pack_small(
                 if p_lut {
                     // Each level to its index (the levels are distinct); padding rows (zeros,
                     // never stored) to index 0.
-                    let index = level_index();
+                    let index = level_index(kind);
                     for line in one.qs.chunks_exact_mut(4 * PANEL) {
                         for (r, four) in line.chunks_exact_mut(4).enumerate() {
                             for q in four {
@@ -841,7 +854,7 @@ impl QuantPacked {
         if self.nib() {
             from_nibbles(qs, &mut into.qs);
             if self.lut {
-                let lv = LEVELS;
+                let lv = levels(self.kind);
                 for q in into.qs.iter_mut() {
                     *q = lv[*q as usize];
                 }

@@ -208,7 +208,7 @@ fn planar_panels_hold_low_and_high_bits_and_expand_back() {
 fn level_formats_hold_level_indices_as_nibbles_and_expand_back() {
     let mut rng = crate::testing::Rng(9);
     let (n, k) = (32, 512);
-    for ty in [GgmlType::IQ4_XS] {
+    for ty in [GgmlType::IQ4_XS, GgmlType::IQ4_NL, GgmlType::Q4_0] {
         let bytes = crate::testing::weights(ty, n, k, &mut rng, 1.0);
         let held = PackedWeight::new_with(ty, n, k, &bytes, Form::Bytes).unwrap();
         let lut = PackedWeight::new_with(ty, n, k, &bytes, Form::Planar).unwrap();
@@ -220,7 +220,7 @@ fn level_formats_hold_level_indices_as_nibbles_and_expand_back() {
             "{ty}"
         );
         // Byte j of line pair l: the indices of lines 2l (low) and 2l + 1 (high).
-        let lv = LEVELS;
+        let lv = levels(b.kind);
         let line = 4 * PANEL;
         let mut used = [false; 16];
         for (l, pair) in b.qs.chunks_exact(2 * line).enumerate() {

@@ -7,7 +7,7 @@ use std::arch::x86_64::*;
 use crate::acts::Acts;
 use crate::blocks::QuantKind;
 use crate::out::Out;
-use crate::packed::{FloatPacked, LEVELS, PANEL, QuantPacked, planes};
+use crate::packed::{FloatPacked, PANEL, QuantPacked, levels, planes};
 
 /// Tokens per register tile: 2 panels x 6 tokens = 12 independent `vpdpbusd` chains, enough
 /// to cover its latency (measured best-of-30, 1 thread, Q4_K 4096² T=160: 280 GOP/s with 4
@@ -24,58 +24,81 @@ fn balanced(left: usize, max: usize) -> usize {
     left.div_ceil(left.div_ceil(max))
 }
 
+/// Canvases of at least this many tokens run a planar or level-index matrix
+/// ([`QuantPacked::planar`], [`QuantPacked::lut`]) by rebuilding each pair of panels once
+/// into the byte form ([`expand`]), then the byte kernel over every token tile: below it,
+/// each tile rebuilds its lines itself (cheaper for a few tiles, no buffer written).
+/// `LACUNA_EXPAND_TOKENS=N` sets another threshold, for A/B benchmarks.
+const EXPAND_TOKENS: usize = 24;
+
+/// [`EXPAND_TOKENS`], or the `LACUNA_EXPAND_TOKENS` that overrides it (read once).
+fn expand_tokens() -> usize {
+    static AT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *AT.get_or_init(|| {
+        std::env::var("LACUNA_EXPAND_TOKENS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(EXPAND_TOKENS)
+    })
+}
+
+thread_local! {
+    /// Per-thread byte-form lines of the panels [`expand`] rebuilt: 64-byte aligned.
+    static EXPANDED: std::cell::RefCell<Vec<__m512i>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// AVX-512 VNNI quantized GEMM over panels `p0..p0 + np`.
 ///
 /// # Safety
 /// See [`crate::gemm::QuantKernel`]; needs AVX-512 F/BW/VNNI.
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
 pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usize, out: Out) {
-    macro_rules! go {
-        ($sub:literal, $sc:literal, $mins:literal) => {
-            go!($sub, $sc, $mins, false, false, 0, false)
-        };
-        ($sub:literal, $sc:literal, $mins:literal, $nib:literal, $small:literal, $bits:literal, $lut:literal) => {{
+    // Token tiles over panels whose weights start at `src`, `stride` bytes a panel.
+    macro_rules! run {
+        ($sub:literal, $sc:literal, $mins:literal, $nib:literal, $small:literal, $bits:literal, $lut:literal, $src:expr, $stride:expr) => {{
+            let (src, stride): (*const i8, usize) = ($src, $stride);
             let mut t0 = 0;
             while t0 < out.t {
                 let tt = balanced(out.t - t0, TT);
-                // SAFETY: same contract as this function; tile bounds checked here.
+                // SAFETY: same contract as this function; tile bounds checked here; `src`
+                // holds `np` panels of `stride` bytes in the form the parameters name.
                 unsafe {
                     match (np, tt) {
                         (2, 6) => tile::<2, 6, $sub, $sc, $mins, $nib, $small, $bits, $lut>(
-                            w, a, p0, t0, out,
+                            w, a, p0, t0, out, src, stride,
                         ),
                         (2, 5) => tile::<2, 5, $sub, $sc, $mins, $nib, $small, $bits, $lut>(
-                            w, a, p0, t0, out,
+                            w, a, p0, t0, out, src, stride,
                         ),
                         (2, 4) => tile::<2, 4, $sub, $sc, $mins, $nib, $small, $bits, $lut>(
-                            w, a, p0, t0, out,
+                            w, a, p0, t0, out, src, stride,
                         ),
                         (2, 3) => tile::<2, 3, $sub, $sc, $mins, $nib, $small, $bits, $lut>(
-                            w, a, p0, t0, out,
+                            w, a, p0, t0, out, src, stride,
                         ),
                         (2, 2) => tile::<2, 2, $sub, $sc, $mins, $nib, $small, $bits, $lut>(
-                            w, a, p0, t0, out,
+                            w, a, p0, t0, out, src, stride,
                         ),
                         (2, _) => tile::<2, 1, $sub, $sc, $mins, $nib, $small, $bits, $lut>(
-                            w, a, p0, t0, out,
+                            w, a, p0, t0, out, src, stride,
                         ),
                         (_, 6) => tile::<1, 6, $sub, $sc, $mins, $nib, $small, $bits, $lut>(
-                            w, a, p0, t0, out,
+                            w, a, p0, t0, out, src, stride,
                         ),
                         (_, 5) => tile::<1, 5, $sub, $sc, $mins, $nib, $small, $bits, $lut>(
-                            w, a, p0, t0, out,
+                            w, a, p0, t0, out, src, stride,
                         ),
                         (_, 4) => tile::<1, 4, $sub, $sc, $mins, $nib, $small, $bits, $lut>(
-                            w, a, p0, t0, out,
+                            w, a, p0, t0, out, src, stride,
                         ),
                         (_, 3) => tile::<1, 3, $sub, $sc, $mins, $nib, $small, $bits, $lut>(
-                            w, a, p0, t0, out,
+                            w, a, p0, t0, out, src, stride,
                         ),
                         (_, 2) => tile::<1, 2, $sub, $sc, $mins, $nib, $small, $bits, $lut>(
-                            w, a, p0, t0, out,
+                            w, a, p0, t0, out, src, stride,
                         ),
                         (_, _) => tile::<1, 1, $sub, $sc, $mins, $nib, $small, $bits, $lut>(
-                            w, a, p0, t0, out,
+                            w, a, p0, t0, out, src, stride,
                         ),
                     }
                 }
@@ -83,18 +106,68 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
             }
         }};
     }
+    // The matrix's own panels.
+    macro_rules! go {
+        ($sub:literal, $sc:literal, $mins:literal) => {
+            go!($sub, $sc, $mins, false, false, 0, false)
+        };
+        ($sub:literal, $sc:literal, $mins:literal, $nib:literal, $small:literal, $bits:literal, $lut:literal) => {{
+            let stride = w.panel_qs();
+            run!(
+                $sub,
+                $sc,
+                $mins,
+                $nib,
+                $small,
+                $bits,
+                $lut,
+                w.qs[p0 * stride..].as_ptr(),
+                stride
+            )
+        }};
+    }
+    // A planar or level-index matrix: over many tokens, its panels rebuilt once into the
+    // byte form (the small form's constants stay where they are), else `go!`.
+    macro_rules! rebuilt {
+        ($sub:literal, $sc:literal, $mins:literal, $nib:literal, $bits:literal, $lut:literal) => {{
+            if out.t >= expand_tokens() {
+                EXPANDED.with_borrow_mut(|buf| {
+                    let stride = w.k * PANEL;
+                    buf.resize(np * stride / 64, _mm512_setzero_si512());
+                    let dst = buf.as_mut_ptr().cast::<i8>();
+                    // SAFETY: `buf` holds `np` panels of `stride` bytes; AVX-512 F/BW (this
+                    // function's features); the form is the matrix's.
+                    unsafe { expand::<$sub, $nib, $bits, $lut>(w, p0, np, dst, stride) };
+                    run!(
+                        $sub,
+                        $sc,
+                        $mins,
+                        false,
+                        true,
+                        0,
+                        false,
+                        dst.cast_const(),
+                        stride
+                    )
+                })
+            } else {
+                go!($sub, $sc, $mins, $nib, true, $bits, $lut)
+            }
+        }};
+    }
     match w.kind {
-        QuantKind::IQ4XS if w.lut => go!(32, true, false, true, true, 0, true),
-        QuantKind::Q4K if w.small => go!(32, true, true, true, true, 0, false),
-        QuantKind::Q5K if w.planar => go!(32, true, true, false, true, 5, false),
+        QuantKind::IQ4XS if w.lut => rebuilt!(32, true, false, true, 0, true),
+        QuantKind::Q4K if w.small => rebuilt!(32, true, true, true, 0, false),
+        QuantKind::Q5K if w.planar => rebuilt!(32, true, true, false, 5, false),
         QuantKind::Q5K if w.small => go!(32, true, true, false, true, 0, false),
         QuantKind::Q4K | QuantKind::Q5K => go!(32, true, true),
-        QuantKind::Q6K if w.planar => go!(16, true, false, false, true, 6, false),
-        QuantKind::Q3K if w.planar => go!(16, true, false, false, true, 3, false),
+        QuantKind::Q6K if w.planar => rebuilt!(16, true, false, false, 6, false),
+        QuantKind::Q3K if w.planar => rebuilt!(16, true, false, false, 3, false),
         QuantKind::Q3K | QuantKind::Q6K if w.small => go!(16, true, false, false, true, 0, false),
         QuantKind::Q2K | QuantKind::Q3K | QuantKind::Q6K => go!(16, true, false),
         QuantKind::IQ4XS if w.small => go!(32, true, false, false, true, 0, false),
         QuantKind::IQ4XS => go!(32, true, false),
+        QuantKind::Q4_0 | QuantKind::IQ4NL if w.lut => rebuilt!(32, false, false, true, 0, true),
         QuantKind::Q8_0 | QuantKind::Q4_0 | QuantKind::Q5_0 | QuantKind::IQ4NL if w.half => {
             go!(32, false, false, false, true, 0, false)
         }
@@ -108,16 +181,183 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
     }
 }
 
-/// One register tile: panels `p0..p0+R`, tokens `t0..t0+T`, all of K. `SMALL`: the small
-/// form (`w.small`: i8 scales and mins, widened when loaded); `NIB`: its Q4_K weights two to
-/// a byte, split into the two lines they hold when loaded; `BITS` (3, 5 or 6, else 0): its Q3_K,
-/// Q5_K or Q6_K weights in bit planes (`w.planar`), each line rebuilt from a line of low
-/// bits and a line of high bits; `LUT` (with `NIB`): the nibbles are indices
-/// into the kind's 16 levels (`w.lut`), looked up with `vpshufb`.
+/// The constants that rebuild lines of 64 weights (4 columns of a panel's 16 rows) from a
+/// small panel's bytes: `NIB`, `BITS` and `LUT` as for [`tile`].
+struct Lines<const NIB: bool, const BITS: usize, const LUT: bool> {
+    /// The 16 levels in each 128-bit lane, for `vpshufb` (LUT only).
+    table: __m512i,
+    lomask: __m512i,
+    hmask: __m512i,
+    bias: __m512i,
+    low4: __m512i,
+}
+
+// Inlined into the kernels (which enable AVX-512), as `BlockFold`.
+impl<const NIB: bool, const BITS: usize, const LUT: bool> Lines<NIB, BITS, LUT> {
+    /// `levels`: the matrix's 16 levels (read when LUT).
+    ///
+    /// # Safety
+    /// AVX-512 F in the caller.
+    #[inline(always)]
+    unsafe fn new(levels: &[i8; 16]) -> Self {
+        let pl = planes(BITS);
+        // SAFETY: register-only AVX-512 F operations, and 16 bytes read from a 16-byte
+        // array (the caller's contract).
+        unsafe {
+            Lines {
+                table: if LUT {
+                    _mm512_broadcast_i32x4(_mm_loadu_si128(levels.as_ptr().cast()))
+                } else {
+                    _mm512_setzero_si512()
+                },
+                lomask: _mm512_set1_epi8(((1 << pl.lo) - 1) as i8),
+                hmask: _mm512_set1_epi8((((1 << pl.hi) - 1) << pl.lo) as i8),
+                bias: _mm512_set1_epi8(pl.bias),
+                low4: _mm512_set1_epi8(0x0F),
+            }
+        }
+    }
+
+    /// Line `k0 / 4 + g` of the panel at `q` (its weights at columns `k0 + 4g..k0 + 4g + 4`,
+    /// `k0` the first column of a sub-block of `SUB`), as the byte form holds it. Lines are
+    /// asked in order from `g = 0` within each sub-block: `high` and `top` carry what one
+    /// load serves to the next lines.
+    ///
+    /// # Safety
+    /// AVX-512 F/BW in the caller; the panel at `q` is in this form and holds column
+    /// `k0 + 4g + 3`.
+    #[inline(always)]
+    unsafe fn line<const SUB: usize>(
+        &self,
+        q: *const i8,
+        k0: usize,
+        g: usize,
+        high: &mut __m512i,
+        top: &mut __m512i,
+    ) -> __m512i {
+        let kk = k0 + 4 * g;
+        // A planar group of G lines is one sub-block (Q3_K: two), so line g of a sub is line
+        // g of a group (Q3_K: line g + 4 * (which sub)).
+        let pl = planes(BITS);
+        let lo_lines = pl.group * pl.lo / 8;
+        let group_k = 4 * pl.group;
+        debug_assert!(BITS == 0 || group_k == SUB * if pl.lo == 2 { 2 } else { 1 });
+        // SAFETY: the 64-byte line kk/4 of the panel (with NIB, line kk/8 of its half-size
+        // panel, kk a multiple of 8 there; with BITS, the bytes of group k0 / group_k) is
+        // in bounds by the contract; AVX-512 F/BW by the contract.
+        unsafe {
+            if BITS != 0 {
+                // Group k0 / group_k: its low lines (4 bits: g/2 holds lines g and g + 1;
+                // 2 bits: line `sub` holds the 4 lines of this sub), then the high bits of
+                // its lines (`Planes::hi_at`).
+                let at = q.add(k0 / group_k * (lo_lines + 1) * 64);
+                let sub = k0 % group_k / SUB;
+                let lo = if pl.lo == 2 {
+                    if g == 0 {
+                        *high = _mm512_loadu_si512(at.add(sub * 64).cast());
+                    }
+                    let v = _mm512_srl_epi16(*high, _mm_set_epi64x(0, 2 * g as i64));
+                    _mm512_and_si512(v, self.lomask)
+                } else if g.is_multiple_of(2) {
+                    let v = _mm512_loadu_si512(at.add(g / 2 * 64).cast());
+                    *high = _mm512_and_si512(_mm512_srli_epi16::<4>(v), self.low4);
+                    _mm512_and_si512(v, self.low4)
+                } else {
+                    *high
+                };
+                if g == 0 {
+                    *top = _mm512_loadu_si512(at.add(lo_lines * 64).cast());
+                }
+                // The high bits of this line to bit `lo` and up (16-bit shifts: what
+                // crosses a byte is masked off; by constants once unrolled but for Q3_K's
+                // `sub`, whose direction is fixed by g).
+                let pos = if pl.lo == 2 { 2 * g + sub } else { pl.hi * g };
+                let up = pl.lo as i64 - pos as i64;
+                let hi = if up > 0 {
+                    _mm512_sll_epi16(*top, _mm_set_epi64x(0, up))
+                } else {
+                    _mm512_srl_epi16(*top, _mm_set_epi64x(0, -up))
+                };
+                // lo | (hi & hmask), less the bias.
+                let u = _mm512_ternarylogic_epi32::<0xF8>(lo, hi, self.hmask);
+                if pl.bias != 0 {
+                    _mm512_sub_epi8(u, self.bias)
+                } else {
+                    u
+                }
+            } else if !NIB {
+                _mm512_loadu_si512(q.add(kk * PANEL).cast())
+            } else if g.is_multiple_of(2) {
+                // Lines kk/4 (low nibbles) and kk/4 + 1 (high) at byte kk * 8.
+                let v = _mm512_loadu_si512(q.add(kk * PANEL / 2).cast());
+                let lo = _mm512_and_si512(v, self.low4);
+                let hi = _mm512_and_si512(_mm512_srli_epi16::<4>(v), self.low4);
+                if LUT {
+                    *high = _mm512_shuffle_epi8(self.table, hi);
+                    _mm512_shuffle_epi8(self.table, lo)
+                } else {
+                    *high = hi;
+                    lo
+                }
+            } else {
+                *high
+            }
+        }
+    }
+}
+
+/// Panels `p0..p0 + np` of the small matrix `w` (planar or level indices: `NIB`, `BITS`,
+/// `LUT` as for [`tile`]), rebuilt into the byte form's lines at `dst`, `stride` bytes a
+/// panel: the bytes [`tile`] reads without those parameters.
 ///
 /// # Safety
-/// AVX-512 F/BW/VNNI; `p0 + R <= w.panels`, `t0 + T <= out.t`, `a` prepared for `w`.
+/// AVX-512 F/BW; the panels exist; `dst` holds `np * stride` writable bytes, `stride >=
+/// w.k * PANEL`.
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+unsafe fn expand<const SUB: usize, const NIB: bool, const BITS: usize, const LUT: bool>(
+    w: &QuantPacked,
+    p0: usize,
+    np: usize,
+    dst: *mut i8,
+    stride: usize,
+) {
+    debug_assert!(NIB == w.nib() && BITS == w.planar_bits() && LUT == w.lut);
+    debug_assert!(p0 + np <= w.panels && stride >= w.k * PANEL);
+    // SAFETY: AVX-512 F (this function's features).
+    let lines = unsafe { Lines::<NIB, BITS, LUT>::new(levels(w.kind)) };
+    let panel_bytes = w.panel_qs();
+    for r in 0..np {
+        let q = w.qs[(p0 + r) * panel_bytes..].as_ptr();
+        // SAFETY: row r of `dst` holds `stride` bytes (the contract).
+        let d = unsafe { dst.add(r * stride) };
+        let (mut high, mut top) = (_mm512_setzero_si512(), _mm512_setzero_si512());
+        for k0 in (0..w.k).step_by(SUB) {
+            for g in 0..SUB / 4 {
+                // SAFETY: panel p0 + r is in this form and holds column k0 + SUB - 1; line
+                // (k0 + 4g) / 4 of `d` is within its `stride >= k * PANEL` bytes.
+                unsafe {
+                    let v = lines.line::<SUB>(q, k0, g, &mut high, &mut top);
+                    _mm512_storeu_si512(d.add((k0 + 4 * g) * PANEL).cast(), v);
+                }
+            }
+        }
+    }
+}
+
+/// One register tile: panels `p0..p0+R`, tokens `t0..t0+T`, all of K, the weights of panel
+/// `p0 + r` at `src + r * stride`. `SMALL`: the small form (`w.small`: i8 scales and mins,
+/// widened when loaded); `NIB`: its Q4_K weights two to a byte, split into the two lines
+/// they hold when loaded; `BITS` (3, 5 or 6, else 0): its Q3_K, Q5_K or Q6_K weights in bit
+/// planes (`w.planar`), each line rebuilt from a line of low bits and a line of high bits;
+/// `LUT` (with `NIB`): the nibbles are indices into the kind's 16 levels (`w.lut`), looked
+/// up with `vpshufb`. A small matrix's weights rebuilt into bytes ([`expand`]) run with
+/// `SMALL` alone.
+///
+/// # Safety
+/// AVX-512 F/BW/VNNI; `p0 + R <= w.panels`, `t0 + T <= out.t`, `a` prepared for `w`; `src`
+/// holds `R` panels `stride` bytes apart in the form the parameters name.
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+#[allow(clippy::too_many_arguments)]
 unsafe fn tile<
     const R: usize,
     const T: usize,
@@ -134,6 +374,8 @@ unsafe fn tile<
     p0: usize,
     t0: usize,
     out: Out,
+    src: *const i8,
+    stride: usize,
 ) {
     let k = w.k;
     let block = w.kind.block();
@@ -141,32 +383,19 @@ unsafe fn tile<
     let nsub = block / SUB;
     debug_assert!(p0 + R <= w.panels && t0 + T <= out.t);
     debug_assert!(a.q.len() >= (t0 + T) * k && a.d.len() >= (t0 + T) * nblk);
-    debug_assert!(NIB == w.nib() && SMALL == w.small && BITS == w.planar_bits());
-    debug_assert!(LUT == w.lut && (!LUT || NIB));
-    // The 16 levels in each 128-bit lane, for `vpshufb` (only a LUT tile reads them).
-    let table = if LUT {
-        // SAFETY: 16 bytes read from a 16-byte array.
-        unsafe { _mm512_broadcast_i32x4(_mm_loadu_si128(LEVELS.as_ptr().cast())) }
-    } else {
-        _mm512_setzero_si512()
-    };
-    // A planar group of G lines is one sub-block (Q3_K: two), so line g of a sub is line
-    // g of a group (Q3_K: line g + 4 * (which sub)).
-    let pl = planes(BITS);
-    let lo_lines = pl.group * pl.lo / 8;
-    let group_k = 4 * pl.group;
-    debug_assert!(BITS == 0 || group_k == SUB * if pl.lo == 2 { 2 } else { 1 });
-    let lomask = _mm512_set1_epi8(((1 << pl.lo) - 1) as i8);
-    let hmask = _mm512_set1_epi8((((1 << pl.hi) - 1) << pl.lo) as i8);
-    let bias = _mm512_set1_epi8(pl.bias);
-    let panel_bytes = w.panel_qs();
+    debug_assert!(SMALL == w.small && (!LUT || (w.lut && NIB)));
+    debug_assert!(
+        (NIB == w.nib() && BITS == w.planar_bits()) || (!NIB && BITS == 0 && stride >= k * PANEL)
+    );
+    // SAFETY: AVX-512 F (this function's features).
+    let lines = unsafe { Lines::<NIB, BITS, LUT>::new(levels(w.kind)) };
     // Plain loops, not `array::from_fn`: its closures are not inlined into this
     // AVX-512 function.
     let mut qs = [std::ptr::null::<i8>(); R];
     for (r, q) in qs.iter_mut().enumerate() {
-        *q = w.qs[(p0 + r) * panel_bytes..].as_ptr();
+        // SAFETY: panel r of the R at `src` (the contract).
+        *q = unsafe { src.add(r * stride) };
     }
-    let low4 = _mm512_set1_epi8(0x0F);
     let mut high = [_mm512_setzero_si512(); R];
     let mut top = [_mm512_setzero_si512(); R];
     let mut xq = [std::ptr::null::<u8>(); T];
@@ -181,68 +410,12 @@ unsafe fn tile<
             let k0 = b * block + s * SUB;
             for g in 0..SUB / 4 {
                 let kk = k0 + 4 * g;
-                // SAFETY: kk + 4 <= k: the 64-byte line (kk/4) of each panel (with NIB,
-                // line kk/8 of its half-size panel, kk a multiple of 8 there; with BITS, the
-                // bytes of group k0 / SUB) and 4 bytes of each token row are in bounds.
+                // SAFETY: kk + 4 <= k: line kk/4 of each panel (its form's bytes, the
+                // contract) and 4 bytes of each token row are in bounds.
                 unsafe {
                     let mut wv = [_mm512_setzero_si512(); R];
                     for r in 0..R {
-                        wv[r] = if BITS != 0 {
-                            // Group k0 / group_k: its low lines (4 bits: g/2 holds lines g
-                            // and g + 1; 2 bits: line `sub` holds the 4 lines of this sub),
-                            // then the high bits of its lines (`Planes::hi_at`).
-                            let at = qs[r].add(k0 / group_k * (lo_lines + 1) * 64);
-                            let sub = k0 % group_k / SUB;
-                            let lo = if pl.lo == 2 {
-                                if g == 0 {
-                                    high[r] = _mm512_loadu_si512(at.add(sub * 64).cast());
-                                }
-                                let v = _mm512_srl_epi16(high[r], _mm_set_epi64x(0, 2 * g as i64));
-                                _mm512_and_si512(v, lomask)
-                            } else if g % 2 == 0 {
-                                let v = _mm512_loadu_si512(at.add(g / 2 * 64).cast());
-                                high[r] = _mm512_and_si512(_mm512_srli_epi16::<4>(v), low4);
-                                _mm512_and_si512(v, low4)
-                            } else {
-                                high[r]
-                            };
-                            if g == 0 {
-                                top[r] = _mm512_loadu_si512(at.add(lo_lines * 64).cast());
-                            }
-                            // The high bits of this line to bit `lo` and up (16-bit shifts:
-                            // what crosses a byte is masked off; by constants once unrolled
-                            // but for Q3_K's `sub`, whose direction is fixed by g).
-                            let pos = if pl.lo == 2 { 2 * g + sub } else { pl.hi * g };
-                            let up = pl.lo as i64 - pos as i64;
-                            let hi = if up > 0 {
-                                _mm512_sll_epi16(top[r], _mm_set_epi64x(0, up))
-                            } else {
-                                _mm512_srl_epi16(top[r], _mm_set_epi64x(0, -up))
-                            };
-                            // lo | (hi & hmask), less the bias.
-                            let u = _mm512_ternarylogic_epi32::<0xF8>(lo, hi, hmask);
-                            if pl.bias != 0 {
-                                _mm512_sub_epi8(u, bias)
-                            } else {
-                                u
-                            }
-                        } else if !NIB {
-                            _mm512_loadu_si512(qs[r].add(kk * PANEL).cast())
-                        } else if g % 2 == 0 {
-                            // Lines kk/4 (low nibbles) and kk/4 + 1 (high) at byte kk * 8.
-                            let v = _mm512_loadu_si512(qs[r].add(kk * PANEL / 2).cast());
-                            let lo = _mm512_and_si512(v, low4);
-                            let hi = _mm512_and_si512(_mm512_srli_epi16::<4>(v), low4);
-                            if LUT {
-                                high[r] = _mm512_shuffle_epi8(table, hi);
-                                _mm512_shuffle_epi8(table, lo)
-                            } else {
-                                high[r] = hi;
-                                lo
-                            }
-                        } else {
-                            high[r]
-                        };
+                        wv[r] = lines.line::<SUB>(qs[r], k0, g, &mut high[r], &mut top[r]);
                     }
                     for t in 0..T {
                         let xb = _mm512_set1_epi32(xq[t].add(kk).cast::<i32>().read_unaligned());

@@ -25,14 +25,13 @@
 //! of `G` lines (4 for Q6_K, 8 for Q5_K: one sub-block; 8 for Q3_K: two) is `G * lo / 8`
 //! lines of low bits (4 bits: lines paired as for Q4_K; 2 bits: 4 lines a line) and one line
 //! of the `G` lines' high bits. Q6_K then takes 6.75 bits per weight (1.03x the file)
-//! instead of 8.75, Q5_K 5.9 (1.07x) instead of 8.9, Q3_K 3.75 (1.09x) instead of 8.75. In
-//! that form the 32-weight formats with an f16 scale (Q8_0, Q4_0, Q5_0, IQ4_NL;
-//! [`QuantPacked::half`]) also keep their block constants in 16 bits: the scale as the
-//! file's f16, `corr / 128` (at most 32 x 127) as i16, so Q8_0 takes 9 bits per weight
-//! (1.06x the file) instead of 10. And the 4-bit formats whose weights are 16 levels
-//! (IQ4_XS, IQ4_NL, Q4_0; [`QuantPacked::lut`]) hold each weight as its level's index, two
-//! to a byte as for Q4_K, and the kernel looks the levels up (`vpshufb`): IQ4_XS 4.6 bits
-//! per weight (1.09x the file) instead of 8.6, IQ4_NL and Q4_0 5 (1.11x) instead of 9.
+//! instead of 8.75, Q5_K 5.9 (1.07x) instead of 8.9, Q3_K 3.75 (1.09x) instead of 8.75. And
+//! the 4-bit formats whose weights are 16 levels (IQ4_XS, IQ4_NL, Q4_0;
+//! [`QuantPacked::lut`]) hold each weight as its level's index, two to a byte as for Q4_K,
+//! and the kernel looks the levels up (`vpshufb`): IQ4_XS 4.6 bits per weight (1.09x the
+//! file) instead of 8.6, IQ4_NL and Q4_0 6 (1.33x) instead of 10. [`Form::Half`] would also
+//! keep the 32-weight formats' block constants in 16 bits (Q8_0 9 bits per weight instead of
+//! 10), but its fold is slower; it is not picked.
 //!
 //! Q2_K's mins (per 16 weights) and Q4_1/Q5_1's offsets (per 32) are kept as a small float
 //! matrix `[n x k / group]` (1–2 bits per weight more), applied as a second, float GEMM
@@ -192,16 +191,17 @@ impl PackedWeight {
             return rows.checked_mul(k)?.checked_mul(4);
         };
         // As `pack_quant` and `QuantPacked::zeroed` lay it out.
-        let half = form == Form::Planar && half_consts(kind);
+        let half = form == Form::Half && half_consts(kind);
+        let planar = form.planar();
         let small = form != Form::Bytes && kind.has_scales() && kind.affine_group().is_none();
         let blocks = rows.checked_mul(k / kind.block())?;
         let subs = blocks * (kind.block() / kind.sub());
         let qs = rows.checked_mul(match kind {
             QuantKind::Q4K if small => k / 2,
-            _ if form == Form::Planar && lut_kind(kind) => k / 2,
-            QuantKind::Q6K if small && form == Form::Planar => k / 4 * 3,
-            QuantKind::Q5K if small && form == Form::Planar => k / 8 * 5,
-            QuantKind::Q3K if small && form == Form::Planar => k / 8 * 3,
+            _ if planar && lut_kind(kind) => k / 2,
+            QuantKind::Q6K if small && planar => k / 4 * 3,
+            QuantKind::Q5K if small && planar => k / 8 * 5,
+            QuantKind::Q3K if small && planar => k / 8 * 3,
             _ => k,
         })?;
         let (scale, min) = if small { (1, 1) } else { (4, 2) };
@@ -353,10 +353,10 @@ pub(crate) fn small_for(path: Path) -> bool {
         && std::env::var("LACUNA_SMALL_PANELS").map_or(true, |v| v != "0")
 }
 
-/// Whether packing for `path` holds Q3_K, Q5_K and Q6_K in bit planes, and the 32-weight
-/// formats' block constants in 16 bits (within the small form):
-/// on AVX-512 VNNI, whose kernel reads them, unless `LACUNA_PLANAR_PANELS=0` (for A/B
-/// measurements).
+/// Whether packing for `path` holds Q3_K, Q5_K and Q6_K in bit planes and the level formats
+/// as indices (within the small form): on AVX-512 VNNI, whose kernel reads them, unless
+/// `LACUNA_PLANAR_PANELS=0` (for A/B measurements; `half` adds [`Form::Half`]'s 16-bit
+/// block constants).
 pub(crate) fn planar_for(path: Path) -> bool {
     path == Path::Avx512Vnni
         && small_for(path)
@@ -421,19 +421,37 @@ pub(crate) enum Form {
     Bytes,
     /// The small form: i8 scales and mins, Q4_K two weights a byte.
     Small,
-    /// The small form with Q3_K, Q5_K and Q6_K in bit planes, and 16-bit block constants for
-    /// the 32-weight formats with an f16 scale.
+    /// The small form with Q3_K, Q5_K and Q6_K in bit planes and the level formats as
+    /// indices ([`QuantPacked::lut`]).
     Planar,
+    /// [`Form::Planar`] with 16-bit block constants for the 32-weight formats with an f16
+    /// scale ([`QuantPacked::half`]). Not picked by [`PackedWeight::new`]: since the kernel
+    /// took its panel sources as arguments (for panels rebuilt once), the small form's fold
+    /// every 32 weights compiles 1.5-1.8x slower from 32 tokens on (Q8_0 and Q4_0, 1 thread,
+    /// 4096x4096; as fast as bytes before) and a 4-layer Q8_0 dual step 1.4x slower, for 6%
+    /// less memory; `LACUNA_PLANAR_PANELS=half` picks it for A/B measurements.
+    Half,
 }
 
 impl Form {
     /// The form [`PackedWeight::new`] picks on the active path.
     fn active() -> Form {
         match Path::active() {
-            Ok(path) if planar_for(path) => Form::Planar,
+            Ok(path) if planar_for(path) => {
+                if std::env::var("LACUNA_PLANAR_PANELS").is_ok_and(|v| v == "half") {
+                    Form::Half
+                } else {
+                    Form::Planar
+                }
+            }
             Ok(path) if small_for(path) => Form::Small,
             _ => Form::Bytes,
         }
+    }
+
+    /// Whether this form holds planes and level indices ([`Form::Planar`], [`Form::Half`]).
+    fn planar(self) -> bool {
+        matches!(self, Form::Planar | Form::Half)
     }
 }
 
@@ -447,17 +465,18 @@ fn pack_quant(
 ) -> QuantPacked {
     // The small form narrows integer scales (and, planar, 16-bit block constants); types
     // with float offsets keep the byte form.
-    let planar = form == Form::Planar;
+    let (planar, half) = (form.planar(), form == Form::Half && half_consts(kind));
     if form != Form::Bytes && kind.has_scales() && kind.affine_group().is_none()
-        || planar && half_consts(kind)
+        || half
+        || planar && lut_kind(kind)
     {
-        return pack_small(kind, n, k, bytes, row_bytes, planar);
+        return pack_small(kind, n, k, bytes, row_bytes, planar, half);
     }
     let panels = n.div_ceil(PANEL);
     let block = kind.block();
     let nblk = k / block;
     let nsub = block / kind.sub();
-    let mut p = QuantPacked::zeroed(kind, k, panels, false, false);
+    let mut p = QuantPacked::zeroed(kind, k, panels, false, false, false);
     // Float offsets per `group` weights, `[panel][k / group][16]`: the float GEMM's layout,
     // filled in the same pass as the integer weights.
     let group = kind.affine_group();
@@ -512,11 +531,12 @@ fn pack_small(
     bytes: &[u8],
     row_bytes: usize,
     planar: bool,
+    half: bool,
 ) -> QuantPacked {
     let panels = n.div_ceil(PANEL);
     let nblk = k / kind.block();
     let nsub = kind.block() / kind.sub();
-    let mut p = QuantPacked::zeroed(kind, k, panels, true, planar);
+    let mut p = QuantPacked::zeroed(kind, k, panels, true, planar, half);
     let (p_nib, p_lut, p_bits, panel_qs) = (p.nib(), p.lut, p.planar_bits(), p.panel_qs());
     // Arrays a kind lacks (scales, mins, `dmin`; `corr`/`d` or their 16-bit twins) are
     // empty: one empty slice per panel.
@@ -777,8 +797,15 @@ fn fill_panel(kind: QuantKind, k: usize, src: &[u8], row_bytes: usize, p: PanelM
 impl QuantPacked {
     /// `panels` zeroed panels of `kind` weights of `k` columns (arrays the type lacks
     /// empty, no float offsets yet).
-    fn zeroed(kind: QuantKind, k: usize, panels: usize, small: bool, planar: bool) -> QuantPacked {
-        let half = planar && small && half_consts(kind);
+    fn zeroed(
+        kind: QuantKind,
+        k: usize,
+        panels: usize,
+        small: bool,
+        planar: bool,
+        half: bool,
+    ) -> QuantPacked {
+        let half = half && planar && small && half_consts(kind);
         let lut = planar && small && lut_kind(kind);
         let planar =
             planar && small && matches!(kind, QuantKind::Q3K | QuantKind::Q5K | QuantKind::Q6K);
@@ -815,7 +842,7 @@ impl QuantPacked {
     /// for matmuls over many tokens.
     pub(crate) fn one_panel(kind: QuantKind, k: usize) -> QuantPacked {
         debug_assert!(kind.affine_group().is_none());
-        QuantPacked::zeroed(kind, k, 1, false, false)
+        QuantPacked::zeroed(kind, k, 1, false, false, false)
     }
 
     /// Whether `qs` holds two weights a byte: Q4_K in the small form, or level indices

@@ -103,10 +103,10 @@ proptest! {
             prop_assert!(!held.is_small());
             let x = acts(t, k, &mut rng, scale);
             let want = run(Path::Scalar, &held, &x, t);
-            for form in [Form::Small, Form::Planar] {
+            for form in [Form::Small, Form::Planar, Form::Half] {
                 let small = PackedWeight::new_with(ty, n, k, &bytes, form).unwrap();
                 let planar = matches!(ty, GgmlType::Q3_K | GgmlType::Q5_K | GgmlType::Q6_K);
-                prop_assert_eq!(small.is_planar(), form == Form::Planar && planar);
+                prop_assert_eq!(small.is_planar(), form != Form::Small && planar);
                 if small.is_small() {
                     prop_assert!(small.packed_bytes() < held.packed_bytes(), "{ty}");
                 }

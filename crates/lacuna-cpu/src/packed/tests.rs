@@ -67,8 +67,11 @@ fn quant_layout_interleaves_rows_by_16_and_groups_of_4() {
         }
     }
     assert_eq!(w.packed_bytes(), 2 * PANEL * k + 4 * (2 * PANEL * 2 * 2));
-    // The planar form keeps the weights and holds `corr / 128` and `d` in 16 bits.
-    let h = PackedWeight::new_with(GgmlType::Q8_0, n, k, &bytes, Form::Planar).unwrap();
+    // The half form keeps the weights and holds `corr / 128` and `d` in 16 bits; the planar
+    // form, Q8_0's bytes as they are.
+    let p = PackedWeight::new_with(GgmlType::Q8_0, n, k, &bytes, Form::Planar).unwrap();
+    assert_eq!(p.packed_bytes(), w.packed_bytes());
+    let h = PackedWeight::new_with(GgmlType::Q8_0, n, k, &bytes, Form::Half).unwrap();
     let Inner::Quant(hq) = &h.inner else {
         unreachable!()
     };
@@ -252,7 +255,7 @@ fn repacked_bytes_are_what_packing_holds() {
         for (n, kb) in [(1, 1), (17, 2), (40, 3)] {
             let k = kb * ty.block_size().max(64);
             let bytes = crate::testing::weights(ty, n, k, &mut rng, 1.0);
-            for form in [Form::Bytes, Form::Small, Form::Planar] {
+            for form in [Form::Bytes, Form::Small, Form::Planar, Form::Half] {
                 let held = PackedWeight::new_with(ty, n, k, &bytes, form)
                     .unwrap()
                     .packed_bytes();

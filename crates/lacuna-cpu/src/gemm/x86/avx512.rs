@@ -129,7 +129,10 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
     // A planar or level-index matrix: over many tokens, its panels rebuilt once into the
     // byte form (the small form's constants stay where they are), else `go!`.
     macro_rules! rebuilt {
-        ($sub:literal, $sc:literal, $mins:literal, $nib:literal, $bits:literal, $lut:literal) => {{
+        ($sub:literal, $sc:literal, $mins:literal, $nib:literal, $bits:literal, $lut:literal) => {
+            rebuilt!($sub, $sc, $mins, $nib, true, $bits, $lut)
+        };
+        ($sub:literal, $sc:literal, $mins:literal, $nib:literal, $small:literal, $bits:literal, $lut:literal) => {{
             if out.t >= expand_tokens() {
                 EXPANDED.with_borrow_mut(|buf| {
                     let stride = w.k * PANEL;
@@ -143,7 +146,7 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
                         $sc,
                         $mins,
                         false,
-                        true,
+                        $small,
                         0,
                         false,
                         dst.cast_const(),
@@ -151,7 +154,7 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
                     )
                 })
             } else {
-                go!($sub, $sc, $mins, $nib, true, $bits, $lut)
+                go!($sub, $sc, $mins, $nib, $small, $bits, $lut)
             }
         }};
     }
@@ -167,6 +170,11 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
         QuantKind::Q2K | QuantKind::Q3K | QuantKind::Q6K => go!(16, true, false),
         QuantKind::IQ4XS if w.small => go!(32, true, false, false, true, 0, false),
         QuantKind::IQ4XS => go!(32, true, false),
+        // Without scales the fold runs every 32 weights, and the small form's (`SMALL`) cost
+        // 1.6x there: these fold from `corr` and `d` as the byte form does.
+        QuantKind::Q4_0 | QuantKind::IQ4NL if w.lut && !w.half => {
+            rebuilt!(32, false, false, true, false, 0, true)
+        }
         QuantKind::Q4_0 | QuantKind::IQ4NL if w.lut => rebuilt!(32, false, false, true, 0, true),
         QuantKind::Q8_0 | QuantKind::Q4_0 | QuantKind::Q5_0 | QuantKind::IQ4NL if w.half => {
             go!(32, false, false, false, true, 0, false)
@@ -383,7 +391,7 @@ unsafe fn tile<
     let nsub = block / SUB;
     debug_assert!(p0 + R <= w.panels && t0 + T <= out.t);
     debug_assert!(a.q.len() >= (t0 + T) * k && a.d.len() >= (t0 + T) * nblk);
-    debug_assert!(SMALL == w.small && (!LUT || (w.lut && NIB)));
+    debug_assert!((SMALL == w.small || !SCALES && !w.half) && (!LUT || (w.lut && NIB)));
     debug_assert!(
         (NIB == w.nib() && BITS == w.planar_bits()) || (!NIB && BITS == 0 && stride >= k * PANEL)
     );

@@ -233,11 +233,16 @@ def main():
         meta = {"config": json.dumps({**cfg.to_dict(), "arch": a.arch}), "step": str(step)}
         weights = gguf_state_dict(model) if a.arch == "llada2" else hf_state_dict(model)
         save_safetensors(os.path.join(a.out, "weights.safetensors"), weights, meta)
+        # The training run's arguments (args.json), not this export call's defaults.
+        args_at = os.path.join(a.out, "args.json")
+        args = json.load(open(args_at)) if os.path.exists(args_at) else vars(a)
         with open(os.path.join(a.out, "config.json"), "w") as f:
-            json.dump({**cfg.to_dict(), "step": step, "args": vars(a)}, f, indent=1)
+            json.dump({**cfg.to_dict(), "step": step, "args": args}, f, indent=1)
         print(f"exported step {step}")
         return
     print(f"config {cfg.to_dict()} params {sum(p.numel() for p in model.parameters())}", flush=True)
+    with open(os.path.join(a.out, "args.json"), "w") as f:
+        json.dump(vars(a), f, indent=1)
     log = open(os.path.join(a.out, "log.jsonl"), "a")
 
     def save():

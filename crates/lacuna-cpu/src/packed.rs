@@ -465,18 +465,17 @@ fn pack_quant(
 ) -> QuantPacked {
     // The small form narrows integer scales (and, planar, 16-bit block constants); types
     // with float offsets keep the byte form.
-    let (planar, half) = (form.planar(), form == Form::Half && half_consts(kind));
     if form != Form::Bytes && kind.has_scales() && kind.affine_group().is_none()
-        || half
-        || planar && lut_kind(kind)
+        || form == Form::Half && half_consts(kind)
+        || form.planar() && lut_kind(kind)
     {
-        return pack_small(kind, n, k, bytes, row_bytes, planar, half);
+        return pack_small(kind, n, k, bytes, row_bytes, form);
     }
     let panels = n.div_ceil(PANEL);
     let block = kind.block();
     let nblk = k / block;
     let nsub = block / kind.sub();
-    let mut p = QuantPacked::zeroed(kind, k, panels, false, false, false);
+    let mut p = QuantPacked::zeroed(kind, k, panels, false, Form::Bytes);
     // Float offsets per `group` weights, `[panel][k / group][16]`: the float GEMM's layout,
     // filled in the same pass as the integer weights.
     let group = kind.affine_group();
@@ -523,21 +522,21 @@ fn pack_quant(
 
 /// [`pack_quant`] in the small form: each panel decoded into a byte panel, then its
 /// integer scales and mins narrowed to i8 and its weights paired into nibbles (Q4_K) or
-/// held in bit planes (Q3_K, Q5_K and Q6_K when `planar`).
+/// held in bit planes (Q3_K, Q5_K and Q6_K when `form` is planar).
 fn pack_small(
     kind: QuantKind,
     n: usize,
     k: usize,
     bytes: &[u8],
     row_bytes: usize,
-    planar: bool,
-    half: bool,
+    form: Form,
 ) -> QuantPacked {
     let panels = n.div_ceil(PANEL);
     let nblk = k / kind.block();
     let nsub = kind.block() / kind.sub();
-    let mut p = QuantPacked::zeroed(kind, k, panels, true, planar, half);
+    let mut p = QuantPacked::zeroed(kind, k, panels, true, form);
     let (p_nib, p_lut, p_bits, panel_qs) = (p.nib(), p.lut, p.planar_bits(), p.panel_qs());
+    let index = level_index(kind);
     // Arrays a kind lacks (scales, mins, `dmin`; `corr`/`d` or their 16-bit twins) are
     // empty: one empty slice per panel.
     let pb = PANEL * nblk;
@@ -565,7 +564,6 @@ fn pack_small(
                 if p_lut {
                     // Each level to its index (the levels are distinct); padding rows (zeros,
                     // never stored) to index 0.
-                    let index = level_index(kind);
                     for line in one.qs.chunks_exact_mut(4 * PANEL) {
                         for (r, four) in line.chunks_exact_mut(4).enumerate() {
                             for q in four {
@@ -796,19 +794,14 @@ fn fill_panel(kind: QuantKind, k: usize, src: &[u8], row_bytes: usize, p: PanelM
 
 impl QuantPacked {
     /// `panels` zeroed panels of `kind` weights of `k` columns (arrays the type lacks
-    /// empty, no float offsets yet).
-    fn zeroed(
-        kind: QuantKind,
-        k: usize,
-        panels: usize,
-        small: bool,
-        planar: bool,
-        half: bool,
-    ) -> QuantPacked {
-        let half = half && planar && small && half_consts(kind);
-        let lut = planar && small && lut_kind(kind);
-        let planar =
-            planar && small && matches!(kind, QuantKind::Q3K | QuantKind::Q5K | QuantKind::Q6K);
+    /// empty, no float offsets yet), in the small form when `small` (then planes, level
+    /// indices and 16-bit constants as `form` and the kind have them).
+    fn zeroed(kind: QuantKind, k: usize, panels: usize, small: bool, form: Form) -> QuantPacked {
+        let half = small && form == Form::Half && half_consts(kind);
+        let lut = small && form.planar() && lut_kind(kind);
+        let planar = small
+            && form.planar()
+            && matches!(kind, QuantKind::Q3K | QuantKind::Q5K | QuantKind::Q6K);
         let nblk = k / kind.block();
         let nsub = kind.block() / kind.sub();
         let blocks = panels * PANEL * nblk;
@@ -842,7 +835,7 @@ impl QuantPacked {
     /// for matmuls over many tokens.
     pub(crate) fn one_panel(kind: QuantKind, k: usize) -> QuantPacked {
         debug_assert!(kind.affine_group().is_none());
-        QuantPacked::zeroed(kind, k, 1, false, false, false)
+        QuantPacked::zeroed(kind, k, 1, false, Form::Bytes)
     }
 
     /// Whether `qs` holds two weights a byte: Q4_K in the small form, or level indices

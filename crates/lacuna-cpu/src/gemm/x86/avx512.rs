@@ -24,8 +24,8 @@ fn balanced(left: usize, max: usize) -> usize {
     left.div_ceil(left.div_ceil(max))
 }
 
-/// Canvases of at least this many tokens run a planar or level-index matrix
-/// ([`QuantPacked::planar`], [`QuantPacked::lut`]) by rebuilding each pair of panels once
+/// Canvases of at least this many tokens run a small matrix of planes, nibbles or level
+/// indices ([`QuantPacked::planar`], [`QuantPacked::nib`], [`QuantPacked::lut`]) by rebuilding each pair of panels once
 /// into the byte form ([`expand`]), then the byte kernel over every token tile: below it,
 /// each tile rebuilds its lines itself (cheaper for a few tiles, no buffer written).
 /// `LACUNA_EXPAND_TOKENS=N` sets another threshold, for A/B benchmarks.
@@ -126,8 +126,8 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
             )
         }};
     }
-    // A planar or level-index matrix: over many tokens, its panels rebuilt once into the
-    // byte form (the small form's constants stay where they are), else `go!`.
+    // A matrix of planes, nibbles or level indices: over many tokens, its panels rebuilt once
+    // into the byte form (the small form's constants stay where they are), else `go!`.
     macro_rules! rebuilt {
         ($sub:literal, $sc:literal, $mins:literal, $nib:literal, $bits:literal, $lut:literal) => {
             rebuilt!($sub, $sc, $mins, $nib, true, $bits, $lut)

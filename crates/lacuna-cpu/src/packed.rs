@@ -236,17 +236,54 @@ impl PackedWeight {
     /// 4-bit types, for matmuls over few tokens. Types with float offsets (Q2_K, Q4_1,
     /// Q5_1) and float types are [`Error::UnsupportedType`].
     pub fn compact(ty: GgmlType, n: usize, k: usize, bytes: &[u8]) -> Result<PackedWeight, Error> {
-        let kind = QuantKind::of(ty)
-            .filter(|&k| CompactQuant::supports(k))
-            .ok_or(Error::UnsupportedType { ty })?;
-        let row_bytes = check_bytes(ty, n, k, bytes)?;
+        Self::compact_check(ty, n, k, bytes)?;
+        Self::compact_owned(ty, n, k, bytes.to_vec())
+    }
+
+    /// [`PackedWeight::compact`] over bytes the caller no longer needs: they become the
+    /// weight, without a copy (a matrix built at load, such as a transposed embedding, is
+    /// then never held twice).
+    pub fn compact_owned(
+        ty: GgmlType,
+        n: usize,
+        k: usize,
+        bytes: Vec<u8>,
+    ) -> Result<PackedWeight, Error> {
+        let (kind, row_bytes) = Self::compact_check(ty, n, k, &bytes)?;
         let inner = Inner::Compact(CompactQuant {
             kind,
             k,
             row_bytes,
-            bytes: bytes.to_vec(),
+            bytes,
         });
         Ok(PackedWeight { ty, n, k, inner })
+    }
+
+    fn compact_check(
+        ty: GgmlType,
+        n: usize,
+        k: usize,
+        bytes: &[u8],
+    ) -> Result<(QuantKind, usize), Error> {
+        let kind = QuantKind::of(ty)
+            .filter(|&k| CompactQuant::supports(k))
+            .ok_or(Error::UnsupportedType { ty })?;
+        Ok((kind, check_bytes(ty, n, k, bytes)?))
+    }
+
+    /// The weight's bytes when it is kept in the compact layout: the file's rows, byte for
+    /// byte (so a tied embedding table can read its rows here instead of from the file).
+    /// `None` for a repacked weight.
+    pub fn file_bytes(&self) -> Option<&[u8]> {
+        match &self.inner {
+            Inner::Compact(c) => Some(&c.bytes),
+            _ => None,
+        }
+    }
+
+    /// Whether [`PackedWeight::compact`] takes weights of type `ty`.
+    pub fn compact_supports(ty: GgmlType) -> bool {
+        QuantKind::of(ty).is_some_and(CompactQuant::supports)
     }
 
     /// Whether [`PackedWeight::compact`] has a vectorised kernel for `ty` on the active path

@@ -144,6 +144,28 @@ pub trait Backend {
         bytes: &[u8],
     ) -> Result<Self::Weight>;
 
+    /// [`Backend::prepare_weight`] over bytes the caller built and no longer needs (a
+    /// matrix derived at load): a backend may keep them without a copy, so they are never
+    /// held twice. The default prepares from a borrow and drops them.
+    fn prepare_weight_owned(
+        &self,
+        ty: GgmlType,
+        n: usize,
+        k: usize,
+        bytes: Vec<u8>,
+    ) -> Result<Self::Weight> {
+        self.prepare_weight(ty, n, k, &bytes)
+    }
+
+    /// A prepared weight's bytes on the host when they are the file's rows unchanged (a
+    /// weight kept in the file's layout), else `None` (the default). A tied embedding
+    /// table then reads its rows from the LM head's copy, not from the file, so the
+    /// file's pages of it are not resident beside that copy.
+    fn file_layout_bytes(w: &Self::Weight) -> Option<&[u8]> {
+        let _ = w;
+        None
+    }
+
     /// Told, before any weight is prepared, how many matrix weights the file holds, so that
     /// a backend can choose how to keep them ([`Backend::prepare_weight`],
     /// [`Backend::prepare_expert`]). The default ignores it.
@@ -330,6 +352,13 @@ pub trait Backend {
     fn upload(&mut self, host: &[f32], out: Self::ViewMut<'_>) -> Result<()> {
         let _ = (host, out);
         Err(self.missing_op("upload"))
+    }
+
+    /// Each row of `x` (rows of `cols`) replaced by its softmax (a self-conditioning step's
+    /// probabilities). The default refuses.
+    fn softmax_rows(&mut self, x: Self::ViewMut<'_>, cols: usize) -> Result<()> {
+        let _ = (x, cols);
+        Err(self.missing_op("softmax"))
     }
 
     /// The error of an operation this backend does not have.

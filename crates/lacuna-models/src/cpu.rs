@@ -5,6 +5,7 @@
 //! the graph's to check (once, see [`crate::backend`]); the kernels' own guards only keep a
 //! wrong call from reading out of bounds.
 
+use std::borrow::Cow;
 use std::ops::Range;
 
 use lacuna_cpu::{Mask, PackedWeight, RopeMode, Workspace};
@@ -97,17 +98,16 @@ impl CpuBackend {
         ty: GgmlType,
         n: usize,
         k: usize,
-        bytes: &[u8],
+        bytes: Cow<'_, [u8]>,
     ) -> Result<PackedWeight> {
-        let compact =
-            compact && (self.layout == WeightLayout::Compact || PackedWeight::compact_is_fast(ty));
-        if compact {
-            match PackedWeight::compact(ty, n, k, bytes) {
-                Err(lacuna_cpu::Error::UnsupportedType { .. }) => {}
-                other => return Ok(other?),
-            }
-        }
-        Ok(PackedWeight::new(ty, n, k, bytes)?)
+        let compact = compact
+            && PackedWeight::compact_supports(ty)
+            && (self.layout == WeightLayout::Compact || PackedWeight::compact_is_fast(ty));
+        Ok(match bytes {
+            Cow::Owned(v) if compact => PackedWeight::compact_owned(ty, n, k, v)?,
+            b if compact => PackedWeight::compact(ty, n, k, &b)?,
+            b => PackedWeight::new(ty, n, k, &b)?,
+        })
     }
 }
 
@@ -167,7 +167,21 @@ impl Backend for CpuBackend {
         k: usize,
         bytes: &[u8],
     ) -> Result<PackedWeight> {
-        self.prepare(self.dense_compact(), ty, n, k, bytes)
+        self.prepare(self.dense_compact(), ty, n, k, Cow::Borrowed(bytes))
+    }
+
+    fn prepare_weight_owned(
+        &self,
+        ty: GgmlType,
+        n: usize,
+        k: usize,
+        bytes: Vec<u8>,
+    ) -> Result<PackedWeight> {
+        self.prepare(self.dense_compact(), ty, n, k, Cow::Owned(bytes))
+    }
+
+    fn file_layout_bytes(w: &PackedWeight) -> Option<&[u8]> {
+        w.file_bytes()
     }
 
     fn plan_weights(&mut self, plan: WeightPlan) -> Result<()> {
@@ -187,7 +201,7 @@ impl Backend for CpuBackend {
         k: usize,
         bytes: &[u8],
     ) -> Result<PackedWeight> {
-        self.prepare(self.experts_compact(), ty, n, k, bytes)
+        self.prepare(self.experts_compact(), ty, n, k, Cow::Borrowed(bytes))
     }
 
     fn weight_bytes(&self, w: &PackedWeight) -> usize {
@@ -365,6 +379,19 @@ impl Backend for CpuBackend {
             .into());
         }
         out.copy_from_slice(host);
+        Ok(())
+    }
+
+    fn softmax_rows(&mut self, x: &mut [f32], cols: usize) -> Result<()> {
+        if cols == 0 || !x.len().is_multiple_of(cols) {
+            return Err(lacuna_cpu::Error::BadShape {
+                what: "softmax rows",
+                detail: "the length is not a whole number of non-empty rows",
+            }
+            .into());
+        }
+        x.chunks_exact_mut(cols)
+            .for_each(crate::model::moe::softmax_row);
         Ok(())
     }
 

@@ -14,7 +14,7 @@ use crate::{Arch, Config, Error, Result};
 
 mod cache;
 mod gemma;
-mod moe;
+pub(crate) mod moe;
 mod pass;
 mod timer;
 
@@ -32,6 +32,8 @@ pub struct Model<B: Backend = CpuBackend> {
     file: GgufFile,
     config: Config,
     embd: TensorInfo,
+    /// Whether the LM head is `token_embd` (see [`Model::table_bytes`]).
+    tied: bool,
     embd_table: B::Table,
     weights: Weights<B>,
     backend: B,
@@ -122,6 +124,7 @@ impl<B: Backend> Model<B> {
             file,
             config,
             embd,
+            tied,
             embd_table,
             weights,
             backend,
@@ -131,6 +134,23 @@ impl<B: Backend> Model<B> {
             weight_bytes,
             gemma_scratch: gemma::GemmaScratch::default(),
         })
+    }
+
+    /// The embedding table's bytes: the LM head's when the head is the tied `token_embd`
+    /// held in the file's layout (the same rows: reading them there keeps the file's pages
+    /// of the table, released after the head copied them, from coming back with every
+    /// token looked up), else the file's.
+    fn table_bytes<'a>(
+        file: &'a GgufFile,
+        embd: &TensorInfo,
+        tied: bool,
+        weights: &'a Weights<B>,
+    ) -> &'a [u8] {
+        let in_file = file.info_data(embd);
+        match B::file_layout_bytes(&weights.output.w) {
+            Some(head) if tied && head.len() == in_file.len() => head,
+            _ => in_file,
+        }
     }
 
     /// Bytes the backend holds for the model's matrices (repacked or compact), the token
@@ -263,11 +283,29 @@ impl<B: Backend> Model<B> {
                 });
             }
         }
+        if let Some(sc) = self_cond {
+            out.copy_from_slice(sc);
+        }
+        self.gemma_decode_in_place(cache, canvas, self_cond.is_some(), out)
+    }
+
+    /// [`Model::gemma_decode`] with one buffer: with `self_cond`, `logits` holds the previous
+    /// step's processed logits on entry and is read as the self-conditioning signal before
+    /// this step's logits replace it. A sampler then keeps one `canvas × vocabulary` buffer,
+    /// not two (268 MB each for Gemma 4's 256-token canvas and 262k vocabulary).
+    pub fn gemma_decode_in_place(
+        &mut self,
+        cache: &mut KvCache<B::Buf>,
+        canvas: &[u32],
+        self_cond: bool,
+        logits: &mut [f32],
+    ) -> Result<()> {
+        self.gemma_check(canvas, cache.len, Some(logits.len()))?;
         let t = canvas.len();
         self.gemma_run(canvas, |graph| {
-            graph.condition(t, self_cond)?;
+            graph.condition(t, self_cond.then_some(&*logits))?;
             graph.layers(gemma::Mode::Decode, cache, t)?;
-            graph.head(t, out)
+            graph.head(t, logits)
         })
     }
 
@@ -313,6 +351,7 @@ impl<B: Backend> Model<B> {
                 arch: self.config.arch,
             });
         };
+        let table_bytes = Self::table_bytes(&self.file, &self.embd, self.tied, &self.weights);
         let timer = Timer::new(&mut self.backend, self.profiling)?;
         let mut graph = gemma::GemmaGraph {
             cfg: &self.config,
@@ -324,7 +363,7 @@ impl<B: Backend> Model<B> {
             timer,
         };
         let done = graph
-            .embed(&self.embd_table, self.file.info_data(&self.embd), tokens)
+            .embed(&self.embd_table, table_bytes, tokens)
             .and_then(|()| f(&mut graph));
         graph.timer.finish(&mut self.times);
         done
@@ -648,6 +687,7 @@ impl<B: Backend> Model<B> {
         if segs.is_empty() {
             return Ok(results);
         }
+        let table_bytes = Self::table_bytes(&self.file, &self.embd, self.tied, &self.weights);
         let timer = Timer::new(be, self.profiling)?;
         let mut graph = Graph {
             cfg,
@@ -656,7 +696,7 @@ impl<B: Backend> Model<B> {
             s: &mut self.scratch,
             timer,
         };
-        graph.embed(&self.embd_table, self.file.info_data(&self.embd), &tokens)?;
+        graph.embed(&self.embd_table, table_bytes, &tokens)?;
         graph.run(&segs, &mut caches, &mut outs)?;
         graph.timer.finish(&mut self.times);
         for (cache, (len, block)) in caches.into_iter().zip(kept) {

@@ -64,3 +64,70 @@ fn auto_keeps_weights_repacked_when_they_fit() {
     let m = load(Arch::LladaMoe, QuantMix::Q4KM, WeightLayout::Auto);
     assert!(!m.backend().dense_compact() && !m.backend().experts_compact());
 }
+
+fn load_spec(spec: &FixtureSpec, layout: WeightLayout) -> Model {
+    let bytes = build(spec).unwrap().to_vec().unwrap();
+    Model::load(
+        GgufFile::from_vec(bytes).unwrap(),
+        CpuBackend::with_layout(layout),
+    )
+    .unwrap()
+}
+
+/// A tied LM head kept compact holds the table's rows unchanged, and the embedding reads its
+/// rows there instead of from the file: the logits stay those of the repacked head.
+#[test]
+fn a_tied_compact_head_gives_the_repacked_logits_bit_for_bit() {
+    for quant in [QuantMix::Q4KM, QuantMix::Q8_0] {
+        let mut spec = FixtureSpec::new(Arch::Llada, Shape::Tiny, 2, quant);
+        spec.tied = true;
+        let mut fast = load_spec(&spec, WeightLayout::Fast);
+        let mut compact = load_spec(&spec, WeightLayout::Compact);
+        let (want, got) = (logits(&mut fast, 40), logits(&mut compact, 40));
+        assert!(
+            want.iter()
+                .zip(&got)
+                .all(|(a, b)| a.to_bits() == b.to_bits()),
+            "{quant:?}"
+        );
+    }
+}
+
+/// DiffusionGemma (tied head, the transposed embedding of self-conditioning handed to the
+/// backend without a copy, the decoder reading its signal from the logits buffer): compact
+/// and repacked give the same encoder and decoder logits, conditioned or not.
+#[test]
+fn diffusion_gemma_compact_gives_the_repacked_logits_bit_for_bit() {
+    for quant in [QuantMix::Q4KM, QuantMix::Q8_0] {
+        let spec = FixtureSpec::new(Arch::DiffusionGemma, Shape::Tiny, 2, quant);
+        let run = |layout| {
+            let mut m = load_spec(&spec, layout);
+            assert!(m.has_self_conditioning());
+            let (v, c) = (m.vocab_size(), m.canvas_length().unwrap());
+            let prompt: Vec<u32> = (0..9).map(|i| (i * 37 + 11) % v as u32).collect();
+            let canvas: Vec<u32> = (0..c as u32).map(|i| (i * 53 + 5) % v as u32).collect();
+            let mut cache = lacuna_models::KvCache::new();
+            let mut enc = vec![0.0; prompt.len() * v];
+            m.gemma_encode(&mut cache, &prompt, Some(&mut enc)).unwrap();
+            let mut first = vec![0.0; c * v];
+            m.gemma_decode_in_place(&mut cache, &canvas, false, &mut first)
+                .unwrap();
+            // The processed logits of a step at temperature 0.5 condition the next.
+            let mut second: Vec<f32> = first.iter().map(|x| x / 0.5).collect();
+            m.gemma_decode_in_place(&mut cache, &canvas, true, &mut second)
+                .unwrap();
+            assert_ne!(first, second, "self-conditioning changes the logits");
+            [enc, first, second]
+        };
+        let (want, got) = (run(WeightLayout::Fast), run(WeightLayout::Compact));
+        for (what, (w, g)) in ["encoder", "decoder", "conditioned"]
+            .iter()
+            .zip(want.iter().zip(&got))
+        {
+            assert!(
+                w.iter().zip(g).all(|(a, b)| a.to_bits() == b.to_bits()),
+                "{quant:?} {what}"
+            );
+        }
+    }
+}

@@ -177,14 +177,15 @@ pub trait CanvasDenoiser: Denoiser {
     /// Appends `tokens` to the context (the prompt, then each finished canvas).
     fn encode(&mut self, tokens: &[u32]) -> Result<(), Self::Error>;
 
-    /// The logits of every position of `canvas` (`canvas.len() × vocab_size()` into `out`)
-    /// over the context; `self_cond` are the previous step's processed logits (same shape),
-    /// `None` on a canvas's first step.
+    /// The logits of every position of `canvas` over the context into `logits`
+    /// (`canvas.len() × vocab_size()`). With `self_cond`, `logits` holds the previous step's
+    /// processed logits on entry, the self-conditioning signal, read before they are
+    /// replaced; without (a canvas's first step), its contents are ignored.
     fn decode(
         &mut self,
         canvas: &[u32],
-        self_cond: Option<&[f32]>,
-        out: &mut [f32],
+        self_cond: bool,
+        logits: &mut [f32],
     ) -> Result<(), Self::Error>;
 
     /// Tokens per canvas (the model's `diffusion.canvas_length`).

@@ -110,13 +110,13 @@ impl EntropyBoundConfig {
     }
 }
 
-/// One position's processed distribution: probabilities, entropy, argmax.
-fn row_stats(logits: &[f32], t: f64, processed: &mut [f32], probs: &mut [f64]) -> (f64, u32) {
+/// One position's processed distribution: probabilities, entropy, argmax; the row's logits
+/// are left divided by the temperature (the processed logits Hugging Face conditions on).
+fn row_stats(logits: &mut [f32], t: f64, probs: &mut [f64]) -> (f64, u32) {
     let mut best = 0usize;
     let mut max = f64::NEG_INFINITY;
-    for (i, (&x, p)) in logits.iter().zip(processed.iter_mut()).enumerate() {
+    for (i, &x) in logits.iter().enumerate() {
         let v = f64::from(x) / t;
-        *p = v as f32;
         if v > max {
             max = v;
             best = i;
@@ -133,6 +133,10 @@ fn row_stats(logits: &[f32], t: f64, processed: &mut [f32], probs: &mut [f64]) -
         if *p > 0.0 {
             entropy -= *p * p.ln();
         }
+    }
+    // The processed logits, in place: the next step's self-conditioning signal.
+    for x in logits.iter_mut() {
+        *x = (f64::from(*x) / t) as f32;
     }
     (entropy, best as u32)
 }
@@ -188,7 +192,9 @@ where
     }
     let mut context: Vec<u32> = prompt.to_vec();
     let mut generated: Vec<u32> = Vec::with_capacity(n_canvases * c);
-    let (mut logits, mut sc) = (vec![0.0f32; c * vocab], vec![0.0f32; c * vocab]);
+    // One buffer: the decoder reads the processed logits it holds as the
+    // self-conditioning signal, then writes the step's logits over them.
+    let mut logits = vec![0.0f32; c * vocab];
     let mut probs = vec![0.0f64; vocab];
     let (mut entropy, mut sample) = (vec![0.0f64; c], vec![0u32; c]);
     let mut order: Vec<usize> = Vec::with_capacity(c);
@@ -201,9 +207,8 @@ where
         let mut history: Vec<Vec<u32>> = Vec::new();
         let mut have_sc = false;
         for s in (1..=config.max_steps).rev() {
-            let cond = have_sc.then_some(&sc[..]);
             denoiser
-                .decode(&current, cond, &mut logits)
+                .decode(&current, have_sc, &mut logits)
                 .map_err(Error::Denoiser)?;
             stats.denoiser_calls += 1;
             stats.logit_rows += c;
@@ -211,7 +216,7 @@ where
             stats.steps += 1;
             let t = config.temperature(s);
             for r in 0..c {
-                let row = &logits[r * vocab..(r + 1) * vocab];
+                let row = &mut logits[r * vocab..(r + 1) * vocab];
                 if let Some((token, &value)) = row
                     .iter()
                     .enumerate()
@@ -223,7 +228,7 @@ where
                         value,
                     });
                 }
-                let (h, best) = row_stats(row, t, &mut sc[r * vocab..(r + 1) * vocab], &mut probs);
+                let (h, best) = row_stats(row, t, &mut probs);
                 entropy[r] = h;
                 argmax[r] = best;
                 sample[r] = inverse_cdf(&probs, rng.next_f64());

@@ -47,6 +47,11 @@ struct Toy {
     canvas_length: usize,
     context: Vec<u32>,
     decodes: usize,
+    /// The previous decode's logits, and each self-conditioned decode's (step within its
+    /// canvas, previous logits, signal found in the buffer on entry).
+    last: Vec<f32>,
+    step_in_canvas: usize,
+    signals: Vec<(usize, Vec<f32>, Vec<f32>)>,
 }
 
 impl Denoiser for Toy {
@@ -69,16 +74,18 @@ impl CanvasDenoiser for Toy {
         self.context.extend_from_slice(tokens);
         Ok(())
     }
-    fn decode(
-        &mut self,
-        canvas: &[u32],
-        _sc: Option<&[f32]>,
-        out: &mut [f32],
-    ) -> Result<(), Infallible> {
+    fn decode(&mut self, canvas: &[u32], sc: bool, out: &mut [f32]) -> Result<(), Infallible> {
         self.decodes += 1;
+        self.step_in_canvas = if sc { self.step_in_canvas + 1 } else { 0 };
+        if sc {
+            let last = std::mem::take(&mut self.last);
+            self.signals.push((self.step_in_canvas, last, out.to_vec()));
+        }
         let all: Vec<u32> = self.context.iter().chain(canvas).copied().collect();
         let rows: Vec<usize> = (self.context.len()..all.len()).collect();
-        self.model.logits(&all, &rows, out)
+        self.model.logits(&all, &rows, out)?;
+        self.last = out.to_vec();
+        Ok(())
     }
     fn canvas_length(&self) -> usize {
         self.canvas_length
@@ -123,6 +130,9 @@ fn every_case_replays_step_for_step() {
             canvas_length: c.canvas_length,
             context: Vec::new(),
             decodes: 0,
+            last: Vec::new(),
+            step_in_canvas: 0,
+            signals: Vec::new(),
         };
         let draws = case
             .draws24
@@ -161,6 +171,53 @@ fn every_case_replays_step_for_step() {
             None => assert_eq!(g.tokens, generated, "{name}"),
         }
     }
+}
+
+/// The decoder is handed one buffer: on a self-conditioned step it must hold the previous
+/// step's logits over that step's temperature (Hugging Face's processed logits), and the
+/// first step of each canvas is not conditioned.
+#[test]
+fn the_self_conditioning_signal_is_the_last_logits_over_their_temperature() {
+    let mut checked = 0;
+    for case in &cases() {
+        let c = &case.config;
+        let config = EntropyBoundConfig {
+            common: Common {
+                gen_length: c.gen_length,
+                eos_ids: vec![case.eos_id],
+                ..Common::default()
+            },
+            max_steps: c.max_steps,
+            t_min: c.t_min,
+            t_max: c.t_max,
+            entropy_bound: c.entropy_bound,
+            stability_threshold: c.stability_threshold,
+            confidence_threshold: c.confidence_threshold,
+        };
+        let mut toy = Toy {
+            model: ToyModel::new(case.vocab, case.model_seed),
+            canvas_length: c.canvas_length,
+            context: Vec::new(),
+            decodes: 0,
+            last: Vec::new(),
+            step_in_canvas: 0,
+            signals: Vec::new(),
+        };
+        let draws = case.draws24.iter().map(|&n| f64::from(n) * 2f64.powi(-24));
+        let mut rng = ReplayDraws::new(draws.collect());
+        diffusion_gemma::generate(&mut toy, &case.prompt, &config, &mut rng, |_| {}).unwrap();
+        let conditioned: usize = case.steps_per_canvas.iter().map(|n| n - 1).sum();
+        assert_eq!(toy.signals.len(), conditioned, "{}", case.name);
+        for (k, last, signal) in &toy.signals {
+            // Step k of a canvas (from 0) follows step k - 1, whose temperature is that of
+            // `s = max_steps - (k - 1)` counting down.
+            let t = config.temperature(c.max_steps - (k - 1));
+            let want: Vec<f32> = last.iter().map(|&x| (f64::from(x) / t) as f32).collect();
+            assert_eq!(signal, &want, "{}: step {k}", case.name);
+            checked += 1;
+        }
+    }
+    assert!(checked > 0, "no case has a self-conditioned step");
 }
 
 #[test]

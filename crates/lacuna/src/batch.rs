@@ -120,10 +120,11 @@ pub(crate) struct Job<Buf> {
 }
 
 /// A DiffusionGemma pass of a [`Job`]: its `tokens` through the encoder (committed to its
-/// cache), or through the decoder with this self-conditioning input, logits into `out`.
+/// cache), or through the decoder, logits into `out`.
 pub(crate) enum GemmaOp {
     Encode,
-    Decode(Option<Vec<f32>>),
+    /// With self-conditioning: the job's `out` holds the signal on entry.
+    Decode(bool),
 }
 
 impl<Buf> Job<Buf> {
@@ -335,7 +336,7 @@ pub(crate) fn run_batch<B: Backend>(
             let r = match op {
                 GemmaOp::Encode => model.gemma_encode(&mut job.cache, &job.tokens, None),
                 GemmaOp::Decode(sc) => {
-                    model.gemma_decode(&mut job.cache, &job.tokens, sc.as_deref(), &mut job.out)
+                    model.gemma_decode_in_place(&mut job.cache, &job.tokens, *sc, &mut job.out)
                 }
             };
             job.result = Some(r.map_err(JobError::Model));

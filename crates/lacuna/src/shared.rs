@@ -357,6 +357,10 @@ where
         }
         let mut buf = std::mem::take(&mut self.out);
         buf.resize(out.len(), 0.0);
+        if let Some(GemmaOp::Decode(true)) = gemma {
+            // The self-conditioning signal the decoder reads in place.
+            buf.copy_from_slice(out);
+        }
         let job = Job {
             cache: std::mem::take(&mut self.cache),
             pass,
@@ -407,11 +411,16 @@ where
     fn decode(
         &mut self,
         canvas: &[u32],
-        self_cond: Option<&[f32]>,
-        out: &mut [f32],
+        self_cond: bool,
+        logits: &mut [f32],
     ) -> Result<(), TurnError> {
-        let op = GemmaOp::Decode(self_cond.map(<[f32]>::to_vec));
-        self.turn(Pass::Full, Some(op), canvas, &[], out)
+        self.turn(
+            Pass::Full,
+            Some(GemmaOp::Decode(self_cond)),
+            canvas,
+            &[],
+            logits,
+        )
     }
 
     fn canvas_length(&self) -> usize {

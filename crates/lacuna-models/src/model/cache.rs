@@ -162,9 +162,9 @@ impl<B: Backend> CanvasDenoiser for Bound<'_, B> {
         self.model.gemma_encode(&mut self.cache, tokens, None)
     }
 
-    fn decode(&mut self, canvas: &[u32], self_cond: Option<&[f32]>, out: &mut [f32]) -> Result<()> {
+    fn decode(&mut self, canvas: &[u32], self_cond: bool, logits: &mut [f32]) -> Result<()> {
         self.model
-            .gemma_decode(&mut self.cache, canvas, self_cond, out)
+            .gemma_decode_in_place(&mut self.cache, canvas, self_cond, logits)
     }
 
     fn canvas_length(&self) -> usize {

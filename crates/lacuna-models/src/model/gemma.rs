@@ -18,7 +18,7 @@
 
 use crate::backend::{AttnShape, Backend, RopeParams};
 use crate::model::cache::KvCache;
-use crate::model::moe::{self, MoeScratch, softmax_row};
+use crate::model::moe::{self, MoeScratch};
 use crate::model::pass::linear;
 use crate::model::timer::{Part, Timer};
 use crate::weights::gemma::{GemmaLayer, GemmaWeights};
@@ -40,8 +40,6 @@ pub(crate) struct GemmaScratch<B: Backend> {
     gate: B::Buf,
     up: B::Buf,
     act: B::Buf,
-    /// The self-conditioning probabilities on the host (canvas × vocabulary), reused.
-    probs: Vec<f32>,
     moe: MoeScratch<B>,
 }
 
@@ -61,7 +59,6 @@ impl<B: Backend> Default for GemmaScratch<B> {
             gate: B::Buf::default(),
             up: B::Buf::default(),
             act: B::Buf::default(),
-            probs: Vec::new(),
             moe: MoeScratch::default(),
         }
     }
@@ -108,13 +105,9 @@ impl<B: Backend> GemmaGraph<'_, B> {
         if let (Some(logits), Some(sc)) = (sc_logits, &self.gw.self_cond) {
             let nv = self.cfg.n_vocab;
             let (be, s) = (&mut *self.be, &mut *self.s);
-            s.probs.clear();
-            s.probs.extend_from_slice(logits);
-            for row in s.probs.chunks_exact_mut(nv) {
-                softmax_row(row);
-            }
             be.ensure(&mut s.tmp, t * nv)?;
-            be.upload(&s.probs, B::view_mut(&mut s.tmp, 0..t * nv))?;
+            be.upload(logits, B::view_mut(&mut s.tmp, 0..t * nv))?;
+            be.softmax_rows(B::view_mut(&mut s.tmp, 0..t * nv), nv)?;
             be.ensure(&mut s.h1, n)?;
             linear(
                 be,

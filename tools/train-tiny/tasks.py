@@ -74,6 +74,14 @@ def problem(task, rng, level=1.0):
     raise ValueError(task)
 
 
+def six_digit_sum(rng):
+    """An addition of two 5-digit operands whose sum has 6 digits (oversampled by
+    `--six-digit-sums`: a uniform draw gives about 2% of these)."""
+    a = int(rng.integers(10_000, 100_000))
+    b = int(rng.integers(max(100_000 - a, 10_000), 100_000))
+    return f"add: {a}+{b}=", str(a + b)
+
+
 def heldout():
     rng = np.random.default_rng(HELDOUT_SEED)
     out = []
@@ -120,7 +128,7 @@ def train_tokenizer():
 class Tasks:
     """Encodes problems into training sequences with the trained tokenizer."""
 
-    def __init__(self, tokenizer_json, held, tasks=TASKS, mix=None):
+    def __init__(self, tokenizer_json, held, tasks=TASKS, mix=None, six_digit_sums=0.0):
         from tokenizers import Tokenizer
         self.tok = Tokenizer.from_file(tokenizer_json)
         ids = {t: self.tok.token_to_id(t) for t in SPECIALS}
@@ -130,6 +138,7 @@ class Tasks:
         self.tasks = tuple(tasks)
         w = np.array([(mix or {}).get(t, 1.0) for t in self.tasks], dtype=np.float64)
         self.weights = w / w.sum()
+        self.six_digit_sums = six_digit_sums
 
     def enc(self, s):
         return self.tok.encode(s, add_special_tokens=False).ids
@@ -140,7 +149,10 @@ class Tasks:
                 task = self.tasks[int(rng.integers(len(self.tasks)))]  # run3's draw, kept
             else:
                 task = self.tasks[int(rng.choice(len(self.tasks), p=self.weights))]
-            p, a = problem(task, rng, level)
+            if task == "add" and self.six_digit_sums and rng.random() < self.six_digit_sums:
+                p, a = six_digit_sum(rng)
+            else:
+                p, a = problem(task, rng, level)
             if p not in self.held:
                 return task, p, a
 

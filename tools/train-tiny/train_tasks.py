@@ -61,6 +61,9 @@ def parse():
                    "upcycles a trained llada GGUF")
     p.add_argument("--block", type=int, default=8, help="llada2: block length")
     p.add_argument("--mix", default="", help="task weights, e.g. add=2,sort=2,rev=1 (default: equal)")
+    p.add_argument("--six-digit-sums", type=float, default=0.0,
+                   help="this fraction of additions are two 5-digit operands with a 6-digit sum "
+                        "(about 2%% of a uniform draw, and every one of the held-out ones missed)")
     return p.parse_args()
 
 
@@ -186,7 +189,7 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     held = read_problems(os.path.join(a.data, "heldout.tsv"))
     mix = dict((k, float(v)) for k, v in (kv.split("=") for kv in a.mix.split(",") if kv))
-    tasks = Tasks(os.path.join(a.data, "tokenizer.json"), held, a.tasks, mix)
+    tasks = Tasks(os.path.join(a.data, "tokenizer.json"), held, a.tasks, mix, a.six_digit_sums)
     torch.manual_seed(a.seed)
     if a.arch == "llada2":
         cfg = Config2(vocab_size=tasks.tok.get_vocab_size(), d_model=a.d_model, n_layers=a.layers,

@@ -86,6 +86,10 @@ pub struct WeightPlan {
     /// Every such matrix: its type and shape, so that a backend can size the form it holds
     /// them in exactly.
     pub matrices: Vec<PlannedMatrix>,
+    /// Bytes the model holds beside the file's matrices: matrices it derives at load and
+    /// its largest working buffers (DiffusionGemma's transposed embedding and canvas ×
+    /// vocabulary logits), which a backend deciding what fits in memory counts too.
+    pub other_bytes: u64,
 }
 
 /// One matrix tensor of a [`WeightPlan`]: `count` matrices (the experts of a `*_exps`

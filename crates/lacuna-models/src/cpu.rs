@@ -189,6 +189,7 @@ impl Backend for CpuBackend {
             return Ok(());
         };
         let (experts, dense) = repacked_bytes(&plan);
+        let dense = dense.saturating_add(plan.other_bytes);
         self.compact_experts = experts.saturating_add(dense) > budget;
         self.compact_dense = plan.expert_bytes.saturating_add(dense) > budget;
         Ok(())

@@ -96,6 +96,7 @@ impl<B: Backend> Model<B> {
                 expert,
             });
         }
+        plan.other_bytes = crate::weights::gemma::extra_bytes(&config, &file);
         backend.plan_weights(plan)?;
         let loader = Loader {
             file: &file,

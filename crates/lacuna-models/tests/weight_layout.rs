@@ -26,6 +26,16 @@ fn logits(m: &mut Model, n: u32) -> Vec<f32> {
     out
 }
 
+fn same_bits(want: &[f32], got: &[f32], what: &str) {
+    assert_eq!(want.len(), got.len(), "{what}");
+    assert!(
+        want.iter()
+            .zip(got)
+            .all(|(a, b)| a.to_bits() == b.to_bits()),
+        "{what}"
+    );
+}
+
 #[test]
 fn compact_weights_give_the_repacked_logits_bit_for_bit() {
     for arch in [Arch::Llada, Arch::Dream, Arch::LladaMoe, Arch::Llada2] {
@@ -36,12 +46,7 @@ fn compact_weights_give_the_repacked_logits_bit_for_bit() {
             assert!(compact.backend().dense_compact() && compact.backend().experts_compact());
             for n in [40, 130] {
                 let (want, got) = (logits(&mut fast, n), logits(&mut compact, n));
-                assert!(
-                    want.iter()
-                        .zip(&got)
-                        .all(|(a, b)| a.to_bits() == b.to_bits()),
-                    "{arch:?} {quant:?}, {n} tokens"
-                );
+                same_bits(&want, &got, &format!("{arch:?} {quant:?}, {n} tokens"));
             }
         }
     }
@@ -84,12 +89,7 @@ fn a_tied_compact_head_gives_the_repacked_logits_bit_for_bit() {
         let mut fast = load_spec(&spec, WeightLayout::Fast);
         let mut compact = load_spec(&spec, WeightLayout::Compact);
         let (want, got) = (logits(&mut fast, 40), logits(&mut compact, 40));
-        assert!(
-            want.iter()
-                .zip(&got)
-                .all(|(a, b)| a.to_bits() == b.to_bits()),
-            "{quant:?}"
-        );
+        same_bits(&want, &got, &format!("{quant:?}"));
     }
 }
 
@@ -124,10 +124,7 @@ fn diffusion_gemma_compact_gives_the_repacked_logits_bit_for_bit() {
             .iter()
             .zip(want.iter().zip(&got))
         {
-            assert!(
-                w.iter().zip(g).all(|(a, b)| a.to_bits() == b.to_bits()),
-                "{quant:?} {what}"
-            );
+            same_bits(w, g, &format!("{quant:?} {what}"));
         }
     }
 }

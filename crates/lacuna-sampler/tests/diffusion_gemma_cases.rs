@@ -92,6 +92,34 @@ impl CanvasDenoiser for Toy {
     }
 }
 
+/// A case's sampler settings and its toy denoiser.
+fn setup(case: &Case) -> (EntropyBoundConfig, Toy) {
+    let c = &case.config;
+    let config = EntropyBoundConfig {
+        common: Common {
+            gen_length: c.gen_length,
+            eos_ids: vec![case.eos_id],
+            ..Common::default()
+        },
+        max_steps: c.max_steps,
+        t_min: c.t_min,
+        t_max: c.t_max,
+        entropy_bound: c.entropy_bound,
+        stability_threshold: c.stability_threshold,
+        confidence_threshold: c.confidence_threshold,
+    };
+    let toy = Toy {
+        model: ToyModel::new(case.vocab, case.model_seed),
+        canvas_length: c.canvas_length,
+        context: Vec::new(),
+        decodes: 0,
+        last: Vec::new(),
+        step_in_canvas: 0,
+        signals: Vec::new(),
+    };
+    (config, toy)
+}
+
 fn cases() -> Vec<Case> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/diffusion_gemma");
     let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
@@ -111,29 +139,7 @@ fn every_case_replays_step_for_step() {
     let cases = cases();
     assert!(cases.len() >= 6, "cases missing");
     for case in &cases {
-        let c = &case.config;
-        let config = EntropyBoundConfig {
-            common: Common {
-                gen_length: c.gen_length,
-                eos_ids: vec![case.eos_id],
-                ..Common::default()
-            },
-            max_steps: c.max_steps,
-            t_min: c.t_min,
-            t_max: c.t_max,
-            entropy_bound: c.entropy_bound,
-            stability_threshold: c.stability_threshold,
-            confidence_threshold: c.confidence_threshold,
-        };
-        let mut toy = Toy {
-            model: ToyModel::new(case.vocab, case.model_seed),
-            canvas_length: c.canvas_length,
-            context: Vec::new(),
-            decodes: 0,
-            last: Vec::new(),
-            step_in_canvas: 0,
-            signals: Vec::new(),
-        };
+        let (config, mut toy) = setup(case);
         let draws = case
             .draws24
             .iter()
@@ -180,29 +186,7 @@ fn every_case_replays_step_for_step() {
 fn the_self_conditioning_signal_is_the_last_logits_over_their_temperature() {
     let mut checked = 0;
     for case in &cases() {
-        let c = &case.config;
-        let config = EntropyBoundConfig {
-            common: Common {
-                gen_length: c.gen_length,
-                eos_ids: vec![case.eos_id],
-                ..Common::default()
-            },
-            max_steps: c.max_steps,
-            t_min: c.t_min,
-            t_max: c.t_max,
-            entropy_bound: c.entropy_bound,
-            stability_threshold: c.stability_threshold,
-            confidence_threshold: c.confidence_threshold,
-        };
-        let mut toy = Toy {
-            model: ToyModel::new(case.vocab, case.model_seed),
-            canvas_length: c.canvas_length,
-            context: Vec::new(),
-            decodes: 0,
-            last: Vec::new(),
-            step_in_canvas: 0,
-            signals: Vec::new(),
-        };
+        let (config, mut toy) = setup(case);
         let draws = case.draws24.iter().map(|&n| f64::from(n) * 2f64.powi(-24));
         let mut rng = ReplayDraws::new(draws.collect());
         diffusion_gemma::generate(&mut toy, &case.prompt, &config, &mut rng, |_| {}).unwrap();
@@ -211,7 +195,7 @@ fn the_self_conditioning_signal_is_the_last_logits_over_their_temperature() {
         for (k, last, signal) in &toy.signals {
             // Step k of a canvas (from 0) follows step k - 1, whose temperature is that of
             // `s = max_steps - (k - 1)` counting down.
-            let t = config.temperature(c.max_steps - (k - 1));
+            let t = config.temperature(config.max_steps - (k - 1));
             let want: Vec<f32> = last.iter().map(|&x| (f64::from(x) / t) as f32).collect();
             assert_eq!(signal, &want, "{}: step {k}", case.name);
             checked += 1;

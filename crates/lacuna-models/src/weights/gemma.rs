@@ -220,12 +220,7 @@ impl<B: Backend> Loader<'_, B> {
     fn embedding_transposed(&self, cfg: &Config) -> Result<Linear<B>> {
         let (d, nv) = (cfg.n_embd, cfg.n_vocab);
         let info = self.checked("token_embd.weight", &[d, nv])?;
-        let ty = match info.ty {
-            GgmlType::F32 => GgmlType::F32,
-            GgmlType::F16 | GgmlType::BF16 => GgmlType::F16,
-            _ if nv % 32 == 0 => GgmlType::Q8_0,
-            _ => GgmlType::F16,
-        };
+        let ty = transposed_type(info.ty, nv);
         let data = self.file.info_data(info);
         let src_row = data.len() / nv;
         // Slabs of vocabulary rows: a whole number of the target type's blocks.
@@ -337,5 +332,72 @@ impl<B: Backend> Loader<'_, B> {
                 ones_head,
             })),
         })
+    }
+}
+
+/// The type the transposed embedding is held in, from the table's: F32 and F16 stay,
+/// anything else becomes Q8_0 (F16 when the vocabulary is not whole Q8_0 blocks).
+fn transposed_type(table: GgmlType, n_vocab: usize) -> GgmlType {
+    match table {
+        GgmlType::F32 => GgmlType::F32,
+        GgmlType::F16 | GgmlType::BF16 => GgmlType::F16,
+        _ if n_vocab % 32 == 0 => GgmlType::Q8_0,
+        _ => GgmlType::F16,
+    }
+}
+
+/// Bytes a `diffusion-gemma` model holds beside its file's matrices (see
+/// [`crate::WeightPlan::other_bytes`]): the transposed embedding when the file has the
+/// self-conditioning block, and a decode step's two canvas × vocabulary f32 buffers (the
+/// sampler's logits, the backend's probabilities). 0 for other architectures.
+pub(crate) fn extra_bytes(cfg: &Config, file: &lacuna_gguf::GgufFile) -> u64 {
+    let Some(g) = &cfg.gemma else {
+        return 0;
+    };
+    let (d, nv) = (cfg.n_embd as u64, cfg.n_vocab as u64);
+    let buffers = 2 * g.canvas_length as u64 * nv * 4;
+    let table = file
+        .tensors()
+        .iter()
+        .find(|t| t.name == "token_embd.weight");
+    let self_cond = file
+        .tensors()
+        .iter()
+        .any(|t| t.name == "self_cond_gate.weight");
+    let transposed = match table {
+        Some(t) if self_cond => {
+            let ty = transposed_type(t.ty, cfg.n_vocab);
+            d * ty.row_bytes(nv).unwrap_or(nv * 4)
+        }
+        _ => 0,
+    };
+    buffers + transposed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Arch;
+    use crate::fixture::{FixtureSpec, QuantMix, Shape, build};
+
+    /// What `--weights auto` counts beside the matrices: the transposed table (Q8_0 from a
+    /// quantized table) and two canvas × vocabulary f32 buffers; nothing for other models.
+    #[test]
+    fn extra_bytes_count_the_transposed_table_and_the_canvas_buffers() {
+        let file = |arch| {
+            let spec = FixtureSpec::new(arch, Shape::Tiny, 1, QuantMix::Q8_0);
+            lacuna_gguf::GgufFile::from_vec(build(&spec).unwrap().to_vec().unwrap()).unwrap()
+        };
+        let g = file(Arch::DiffusionGemma);
+        let cfg = Config::from_metadata(g.metadata()).unwrap();
+        let (d, nv) = (cfg.n_embd as u64, cfg.n_vocab as u64);
+        let canvas = cfg.gemma.as_ref().unwrap().canvas_length as u64;
+        assert_eq!(
+            extra_bytes(&cfg, &g),
+            d * nv / 32 * 34 + 2 * canvas * nv * 4
+        );
+        let l = file(Arch::Llada);
+        let cfg = Config::from_metadata(l.metadata()).unwrap();
+        assert_eq!(extra_bytes(&cfg, &l), 0);
     }
 }

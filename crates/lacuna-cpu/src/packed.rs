@@ -29,9 +29,9 @@
 //! the 4-bit formats whose weights are 16 levels (IQ4_XS, IQ4_NL, Q4_0;
 //! [`QuantPacked::lut`]) hold each weight as its level's index, two to a byte as for Q4_K,
 //! and the kernel looks the levels up (`vpshufb`): IQ4_XS 4.6 bits per weight (1.09x the
-//! file) instead of 8.6, IQ4_NL and Q4_0 6 (1.33x) instead of 10. [`Form::Half`] would also
-//! keep the 32-weight formats' block constants in 16 bits (Q8_0 9 bits per weight instead of
-//! 10), but its fold is slower; it is not picked.
+//! file) instead of 8.6, IQ4_NL and Q4_0 6 instead of 10. And [`Form::Half`] keeps the
+//! 32-weight formats' block constants in 16 bits: Q8_0 9 bits per weight (1.06x the file)
+//! instead of 10, IQ4_NL and Q4_0 5 (1.11x) instead of 6.
 //!
 //! Q2_K's mins (per 16 weights) and Q4_1/Q5_1's offsets (per 32) are kept as a small float
 //! matrix `[n x k / group]` (1–2 bits per weight more), applied as a second, float GEMM
@@ -392,8 +392,8 @@ pub(crate) fn small_for(path: Path) -> bool {
 
 /// Whether packing for `path` holds Q3_K, Q5_K and Q6_K in bit planes and the level formats
 /// as indices (within the small form): on AVX-512 VNNI, whose kernel reads them, unless
-/// `LACUNA_PLANAR_PANELS=0` (for A/B measurements; `half` adds [`Form::Half`]'s 16-bit
-/// block constants).
+/// `LACUNA_PLANAR_PANELS=0` (for A/B measurements; `1` keeps the 32-bit block constants
+/// [`Form::Half`] narrows).
 pub(crate) fn planar_for(path: Path) -> bool {
     path == Path::Avx512Vnni
         && small_for(path)
@@ -462,11 +462,10 @@ pub(crate) enum Form {
     /// indices ([`QuantPacked::lut`]).
     Planar,
     /// [`Form::Planar`] with 16-bit block constants for the 32-weight formats with an f16
-    /// scale ([`QuantPacked::half`]). Not picked by [`PackedWeight::new`]: since the kernel
-    /// took its panel sources as arguments (for panels rebuilt once), the small form's fold
-    /// every 32 weights compiles 1.5-1.8x slower from 32 tokens on (Q8_0 and Q4_0, 1 thread,
-    /// 4096x4096; as fast as bytes before) and a 4-layer Q8_0 dual step 1.4x slower, for 6%
-    /// less memory; `LACUNA_PLANAR_PANELS=half` picks it for A/B measurements.
+    /// scale ([`QuantPacked::half`]): what [`PackedWeight::new`] picks on AVX-512 VNNI.
+    /// Against the byte form (1 thread, 4096x4096, Q8_0/Q4_0/IQ4_NL) 0.46-0.85x the time
+    /// at 1-8 tokens and 0.89-1.02x from 32 on, in less memory; `LACUNA_PLANAR_PANELS=1`
+    /// keeps [`Form::Planar`]'s 32-bit constants for A/B measurements.
     Half,
 }
 
@@ -475,10 +474,10 @@ impl Form {
     fn active() -> Form {
         match Path::active() {
             Ok(path) if planar_for(path) => {
-                if std::env::var("LACUNA_PLANAR_PANELS").is_ok_and(|v| v == "half") {
-                    Form::Half
-                } else {
+                if std::env::var("LACUNA_PLANAR_PANELS").is_ok_and(|v| v == "1") {
                     Form::Planar
+                } else {
+                    Form::Half
                 }
             }
             Ok(path) if small_for(path) => Form::Small,

@@ -170,8 +170,8 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
         QuantKind::Q2K | QuantKind::Q3K | QuantKind::Q6K => go!(16, true, false),
         QuantKind::IQ4XS if w.small => go!(32, true, false, false, true, 0, false),
         QuantKind::IQ4XS => go!(32, true, false),
-        // Without scales the fold runs every 32 weights, and the small form's (`SMALL`) cost
-        // 1.6x there: these fold from `corr` and `d` as the byte form does.
+        // Level indices with 32-bit block constants (`LACUNA_PLANAR_PANELS=1`, for A/B):
+        // these fold from `corr` and `d` as the byte form does.
         QuantKind::Q4_0 | QuantKind::IQ4NL if w.lut && !w.half => {
             rebuilt!(32, false, false, true, false, 0, true)
         }
@@ -392,6 +392,7 @@ unsafe fn tile<
     debug_assert!(p0 + R <= w.panels && t0 + T <= out.t);
     debug_assert!(a.q.len() >= (t0 + T) * k && a.d.len() >= (t0 + T) * nblk);
     debug_assert!((SMALL == w.small || !SCALES && !w.half) && (!LUT || (w.lut && NIB)));
+    debug_assert!(w.half == (SMALL && !SCALES));
     debug_assert!(
         (NIB == w.nib() && BITS == w.planar_bits()) || (!NIB && BITS == 0 && stride >= k * PANEL)
     );
@@ -457,8 +458,12 @@ unsafe fn tile<
         }
         for r in 0..R {
             // SAFETY: panel p0 + r and block b exist.
+            // The half form is the small form without sub-block scales (the 32-weight
+            // formats): chosen at compile time, so the block loop holds no branch on it.
             let fold = unsafe {
-                if SMALL {
+                if SMALL && !SCALES {
+                    BlockFold::<MINS>::new_half(w, nblk, p0 + r, b)
+                } else if SMALL {
                     BlockFold::<MINS>::new_small(w, nblk, p0 + r, b)
                 } else {
                     BlockFold::<MINS>::new(w, nblk, p0 + r, b)
@@ -516,11 +521,10 @@ impl<const MINS: bool> BlockFold<MINS> {
         unsafe { Self::with_mins(w, pb, mins) }
     }
 
-    /// [`BlockFold::new`] for a small matrix, whose mins are i8 (`mins8`, same order) and,
-    /// with `w.half`, whose `corr` and `d` are 16-bit (`corr16`, `d16`).
+    /// [`BlockFold::new`] for a small matrix, whose mins are i8 (`mins8`, same order).
     ///
     /// # Safety
-    /// As [`BlockFold::new`], with AVX-512 BW too; `w.small`.
+    /// As [`BlockFold::new`], with AVX-512 BW too; `w.small` and not `w.half`.
     #[inline(always)]
     pub(super) unsafe fn new_small(w: &QuantPacked, nblk: usize, p: usize, b: usize) -> Self {
         let pb = (p * nblk + b) * PANEL;
@@ -535,21 +539,30 @@ impl<const MINS: bool> BlockFold<MINS> {
                 };
             }
         }
-        if w.half {
-            // SAFETY: 16 values at `pb` of each (bounds-checked); AVX-512 F by the contract.
-            return unsafe {
-                let c16 = _mm256_loadu_si256(w.corr16[pb..pb + PANEL].as_ptr().cast());
-                let d16 = _mm256_loadu_si256(w.d16[pb..pb + PANEL].as_ptr().cast());
-                BlockFold {
-                    corr: _mm512_slli_epi32::<7>(_mm512_cvtepi16_epi32(c16)),
-                    d: _mm512_cvtph_ps(d16),
-                    dmin: _mm512_setzero_ps(),
-                    mins,
-                }
-            };
-        }
         // SAFETY: the caller's contract.
         unsafe { Self::with_mins(w, pb, mins) }
+    }
+
+    /// [`BlockFold::new`] for a small matrix in the half form (`w.half`: the 32-weight
+    /// formats, no mins), whose `corr` and `d` are 16-bit (`corr16`, `d16`).
+    ///
+    /// # Safety
+    /// As [`BlockFold::new`]; `w.half`.
+    #[inline(always)]
+    pub(super) unsafe fn new_half(w: &QuantPacked, nblk: usize, p: usize, b: usize) -> Self {
+        debug_assert!(w.half && !MINS);
+        let pb = (p * nblk + b) * PANEL;
+        // SAFETY: 16 values at `pb` of each (bounds-checked); AVX-512 F by the contract.
+        unsafe {
+            let c16 = _mm256_loadu_si256(w.corr16[pb..pb + PANEL].as_ptr().cast());
+            let d16 = _mm256_loadu_si256(w.d16[pb..pb + PANEL].as_ptr().cast());
+            BlockFold {
+                corr: _mm512_slli_epi32::<7>(_mm512_cvtepi16_epi32(c16)),
+                d: _mm512_cvtph_ps(d16),
+                dmin: _mm512_setzero_ps(),
+                mins: [_mm512_setzero_si512(); 4],
+            }
+        }
     }
 
     /// The block's other constants (at `pb`, its first of 16 rows) beside `mins`.

@@ -384,7 +384,7 @@ impl Backend for CpuBackend {
     }
 
     fn softmax_rows(&mut self, x: &mut [f32], cols: usize) -> Result<()> {
-        if cols == 0 || !x.len().is_multiple_of(cols) {
+        if cols == 0 || x.len() % cols != 0 {
             return Err(lacuna_cpu::Error::BadShape {
                 what: "softmax rows",
                 detail: "the length is not a whole number of non-empty rows",

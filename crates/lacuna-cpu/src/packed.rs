@@ -236,8 +236,16 @@ impl PackedWeight {
     /// 4-bit types, for matmuls over few tokens. Types with float offsets (Q2_K, Q4_1,
     /// Q5_1) and float types are [`Error::UnsupportedType`].
     pub fn compact(ty: GgmlType, n: usize, k: usize, bytes: &[u8]) -> Result<PackedWeight, Error> {
-        Self::compact_check(ty, n, k, bytes)?;
-        Self::compact_owned(ty, n, k, bytes.to_vec())
+        // Checked before the copy, so a refused matrix costs none.
+        let (kind, row_bytes) = Self::compact_check(ty, n, k, bytes)?;
+        Ok(Self::compact_checked(
+            ty,
+            n,
+            k,
+            kind,
+            row_bytes,
+            bytes.to_vec(),
+        ))
     }
 
     /// [`PackedWeight::compact`] over bytes the caller no longer needs: they become the
@@ -250,13 +258,24 @@ impl PackedWeight {
         bytes: Vec<u8>,
     ) -> Result<PackedWeight, Error> {
         let (kind, row_bytes) = Self::compact_check(ty, n, k, &bytes)?;
+        Ok(Self::compact_checked(ty, n, k, kind, row_bytes, bytes))
+    }
+
+    fn compact_checked(
+        ty: GgmlType,
+        n: usize,
+        k: usize,
+        kind: QuantKind,
+        row_bytes: usize,
+        bytes: Vec<u8>,
+    ) -> PackedWeight {
         let inner = Inner::Compact(CompactQuant {
             kind,
             k,
             row_bytes,
             bytes,
         });
-        Ok(PackedWeight { ty, n, k, inner })
+        PackedWeight { ty, n, k, inner }
     }
 
     fn compact_check(

@@ -9,9 +9,10 @@
 //! sums per block, then `acc + (d_w * d_x) * isum` and `acc - (dmin_w * d_x) * msum` in K
 //! order), so a compact matrix gives the same bits as its repacked form on every path.
 //!
-//! Kernels: AVX2 and AVX-512 VNNI for Q4_K and Q6_K (the types of Q4_K_M/Q4_K_S experts);
-//! the portable loop (decode a block, then the integer dot) for every other type without
-//! float offsets. This module holds the layout and the kernels over few tokens; choosing
+//! Kernels: AVX2 and AVX-512 VNNI for Q4_K and Q6_K (the types of Q4_K_M/Q4_K_S experts)
+//! and for the 32-weight formats without offsets (Q8_0, Q4_0, Q5_0, IQ4_NL, MXFP4); the
+//! portable loop (decode a block, then the integer dot) for every other type without float
+//! offsets, and on Arm. This module holds the layout and the kernels over few tokens; choosing
 //! between them and the repacked kernels is [`crate::gemm`]'s (long canvases decode each
 //! panel into the repacked layout and run the path's GEMM kernel on it).
 
@@ -27,6 +28,8 @@ use crate::packed::PANEL;
 mod x86;
 #[cfg(target_arch = "x86_64")]
 mod x86_512;
+#[cfg(target_arch = "x86_64")]
+mod x86_b32;
 
 /// A quantized matrix in ggml's block layout (`n` rows of `k / block` blocks).
 #[derive(Debug, Clone)]
@@ -49,18 +52,27 @@ impl CompactQuant {
     }
 }
 
-/// The eight-row kernel of `kind` on `path`, if it has one.
-fn rows8_kernel(kind: QuantKind, path: Path) -> Option<Rows8Kernel> {
+/// The eight-row kernel of `kind` on `path`, if it has one, and whether it reads the
+/// activations' signed copy (the others read the biased quants).
+fn rows8_kernel(kind: QuantKind, path: Path) -> Option<(Rows8Kernel, bool)> {
     #[cfg(target_arch = "x86_64")]
     if path != Path::Scalar && x86_f16c() {
+        use x86_b32::{Iq4Nl, Mxfp4, Q4_0, Q5_0, Q8_0};
         let vnni = matches!(path, Path::Avx512Vnni | Path::Amx);
-        return match kind {
-            QuantKind::Q4K if vnni => Some(x86_512::q4k_rows8),
-            QuantKind::Q4K => Some(x86::q4k_rows8),
-            QuantKind::Q6K if vnni => Some(x86_512::q6k_rows8),
-            QuantKind::Q6K => Some(x86::q6k_rows8),
-            _ => None,
+        let (b32, k32): (Rows8Kernel, Rows8Kernel) = match kind {
+            QuantKind::Q4K if vnni => return Some((x86_512::q4k_rows8, true)),
+            QuantKind::Q4K => return Some((x86::q4k_rows8, true)),
+            QuantKind::Q6K if vnni => return Some((x86_512::q6k_rows8, true)),
+            QuantKind::Q6K => return Some((x86::q6k_rows8, true)),
+            QuantKind::Q8_0 => (x86_b32::rows8_vnni::<Q8_0>, x86_b32::rows8_avx2::<Q8_0>),
+            QuantKind::Q4_0 => (x86_b32::rows8_vnni::<Q4_0>, x86_b32::rows8_avx2::<Q4_0>),
+            QuantKind::Q5_0 => (x86_b32::rows8_vnni::<Q5_0>, x86_b32::rows8_avx2::<Q5_0>),
+            QuantKind::IQ4NL => (x86_b32::rows8_vnni::<Iq4Nl>, x86_b32::rows8_avx2::<Iq4Nl>),
+            QuantKind::MXFP4 => (x86_b32::rows8_vnni::<Mxfp4>, x86_b32::rows8_avx2::<Mxfp4>),
+            _ => return None,
         };
+        // The 32-weight formats' VNNI kernel multiplies the biased quants; AVX2's signs them.
+        return Some(if vnni { (b32, false) } else { (k32, true) });
     }
     let _ = (kind, path);
     None
@@ -75,7 +87,7 @@ fn x86_f16c() -> bool {
 /// Whether [`matmul`] reads the activations' signed copy ([`Acts::prepare_signed`]): the
 /// eight-row kernels do.
 pub(crate) fn reads_signed(path: Path, w: &CompactQuant) -> bool {
-    rows8_kernel(w.kind, path).is_some()
+    rows8_kernel(w.kind, path).is_some_and(|(_, signed)| signed)
 }
 
 /// `out = acts . w^T` for every token (few of them: `gemm` sends long canvases to the
@@ -84,7 +96,12 @@ pub(crate) fn reads_signed(path: Path, w: &CompactQuant) -> bool {
 pub(crate) fn matmul(path: Path, w: &CompactQuant, acts: &Acts, n: usize, out: Out) {
     let rows8 = rows8_kernel(w.kind, path);
     let panels = n.div_ceil(PANEL);
-    let signed = &acts.signed[..if rows8.is_some() { out.t * w.k } else { 0 }];
+    let signed = &acts.signed[..if reads_signed(path, w) {
+        out.t * w.k
+    } else {
+        0
+    }];
+    let rows8 = rows8.map(|(kernel, _)| kernel);
     (0..panels).into_par_iter().for_each_init(
         || (vec![0.0f32; out.t * 8], vec![0i32; out.t * 16]),
         |(acc, ints), p| {

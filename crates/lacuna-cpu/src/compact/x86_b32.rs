@@ -163,6 +163,7 @@ impl Block32 for Mxfp4 {
 #[inline(always)]
 unsafe fn transposed<B: Block32>(bytes: &[u8], stride: usize) -> [__m256i; 8] {
     debug_assert!(bytes.len() >= 7 * stride + B::SIZE);
+    // SAFETY: AVX2 by the contract.
     let mut r = [unsafe { _mm256_setzero_si256() }; 8];
     for (i, r) in r.iter_mut().enumerate() {
         // SAFETY: row i's block lies at i * stride, inside `bytes` (the caller's and

@@ -27,9 +27,11 @@ use crate::packed::PANEL;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 #[cfg(target_arch = "x86_64")]
-mod x86_512;
-#[cfg(target_arch = "x86_64")]
 mod x86_b32;
+#[cfg(target_arch = "x86_64")]
+mod x86_q4k;
+#[cfg(target_arch = "x86_64")]
+mod x86_q6k;
 
 /// A quantized matrix in ggml's block layout (`n` rows of `k / block` blocks).
 #[derive(Debug, Clone)]
@@ -60,10 +62,10 @@ fn rows8_kernel(kind: QuantKind, path: Path) -> Option<(Rows8Kernel, bool)> {
         use x86_b32::{Iq4Nl, Mxfp4, Q4_0, Q5_0, Q8_0};
         let vnni = matches!(path, Path::Avx512Vnni | Path::Amx);
         let (b32, k32): (Rows8Kernel, Rows8Kernel) = match kind {
-            QuantKind::Q4K if vnni => return Some((x86_512::q4k_rows8, true)),
-            QuantKind::Q4K => return Some((x86::q4k_rows8, true)),
-            QuantKind::Q6K if vnni => return Some((x86_512::q6k_rows8, true)),
-            QuantKind::Q6K => return Some((x86::q6k_rows8, true)),
+            QuantKind::Q4K if vnni => return Some((x86_q4k::q4k_rows8_vnni, true)),
+            QuantKind::Q4K => return Some((x86_q4k::q4k_rows8_avx2, true)),
+            QuantKind::Q6K if vnni => return Some((x86_q6k::q6k_rows8_vnni, false)),
+            QuantKind::Q6K => return Some((x86_q6k::q6k_rows8_avx2, false)),
             QuantKind::Q8_0 => (x86_b32::rows8_vnni::<Q8_0>, x86_b32::rows8_avx2::<Q8_0>),
             QuantKind::Q4_0 => (x86_b32::rows8_vnni::<Q4_0>, x86_b32::rows8_avx2::<Q4_0>),
             QuantKind::Q5_0 => (x86_b32::rows8_vnni::<Q5_0>, x86_b32::rows8_avx2::<Q5_0>),

@@ -18,7 +18,7 @@ use std::arch::x86_64::*;
 use lacuna_quant::{KVALUES_IQ4NL, KVALUES_MXFP4, e8m0_to_fp32_half};
 
 use super::CompactQuant;
-use super::x86::f16x8;
+use super::x86::{dword, f16x8, fold, transpose8};
 use crate::acts::Acts;
 
 /// How a 32-weight format's block is read.
@@ -170,59 +170,8 @@ unsafe fn transposed<B: Block32>(bytes: &[u8], stride: usize) -> [__m256i; 8] {
         // asserted); AVX2 by the contract.
         *r = unsafe { B::weights(bytes.as_ptr().add(i * stride)) };
     }
-    // SAFETY: AVX2 by the contract (the rest is register shuffles).
-    unsafe {
-        let t0 = _mm256_unpacklo_epi32(r[0], r[1]);
-        let t1 = _mm256_unpackhi_epi32(r[0], r[1]);
-        let t2 = _mm256_unpacklo_epi32(r[2], r[3]);
-        let t3 = _mm256_unpackhi_epi32(r[2], r[3]);
-        let t4 = _mm256_unpacklo_epi32(r[4], r[5]);
-        let t5 = _mm256_unpackhi_epi32(r[4], r[5]);
-        let t6 = _mm256_unpacklo_epi32(r[6], r[7]);
-        let t7 = _mm256_unpackhi_epi32(r[6], r[7]);
-        // Lanes 0-3 rows 0-3 (or 4-7) of dword j, lanes 4-7 of dword j + 4.
-        let u = [
-            (_mm256_unpacklo_epi64(t0, t2), _mm256_unpacklo_epi64(t4, t6)),
-            (_mm256_unpackhi_epi64(t0, t2), _mm256_unpackhi_epi64(t4, t6)),
-            (_mm256_unpacklo_epi64(t1, t3), _mm256_unpacklo_epi64(t5, t7)),
-            (_mm256_unpackhi_epi64(t1, t3), _mm256_unpackhi_epi64(t5, t7)),
-        ];
-        let mut g = [_mm256_setzero_si256(); 8];
-        for (j, &(a, b)) in u.iter().enumerate() {
-            g[j] = _mm256_permute2x128_si256::<0x20>(a, b);
-            g[j + 4] = _mm256_permute2x128_si256::<0x31>(a, b);
-        }
-        g
-    }
-}
-
-/// `acc[t * 8..] += (d * d_x) * isum` for one token, as the portable kernel rounds it.
-///
-/// # Safety
-/// AVX2 available; `acc` holds eight slots at `slot`.
-#[inline(always)]
-unsafe fn fold(acc: &mut [f32], slot: usize, dv: __m256, xd: f32, isum: __m256i) {
-    let acc = &mut acc[slot..slot + 8];
-    // SAFETY: 8-lane load and store of an 8-element slice.
-    unsafe {
-        let v = _mm256_loadu_ps(acc.as_ptr());
-        let p = _mm256_mul_ps(
-            _mm256_mul_ps(dv, _mm256_set1_ps(xd)),
-            _mm256_cvtepi32_ps(isum),
-        );
-        _mm256_storeu_ps(acc.as_mut_ptr(), _mm256_add_ps(v, p));
-    }
-}
-
-/// Dword `j` of the 32 activation bytes at `x`, in every lane.
-///
-/// # Safety
-/// AVX2 available; `x` holds at least `4j + 4` bytes.
-#[inline(always)]
-unsafe fn dword(x: &[u8], j: usize) -> __m256i {
-    debug_assert!(x.len() >= 4 * j + 4);
-    // SAFETY: four bytes at 4j inside `x`; AVX2 by the contract.
-    unsafe { _mm256_set1_epi32(x.as_ptr().add(4 * j).cast::<i32>().read_unaligned()) }
+    // SAFETY: AVX2 by the contract.
+    unsafe { transpose8(r) }
 }
 
 /// Eight consecutive rows of format `B` against every token, AVX-512 VNNI on ymm registers:

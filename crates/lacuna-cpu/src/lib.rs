@@ -42,7 +42,7 @@ pub use gemm::{Workspace, matmul, matmul_on, matmul_rows, matmul_rows_on};
 pub use ops::{
     AttnShape, Mask, RopeMode, RopeParams, add, add_bias, argmax, attention, attention_rows,
     copy_rows, geglu, gelu_tanh, log_softmax, rms_norm, rope, rope_with_factors, scale,
-    scatter_scaled, sum_slots, swiglu, top_k, top2,
+    scatter_scaled, softcap, sum_slots, swiglu, top_k, top2,
 };
 pub use packed::PackedWeight;
 pub use path::Path;

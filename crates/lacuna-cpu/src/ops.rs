@@ -13,6 +13,7 @@ mod norm;
 mod rope;
 mod rows;
 mod softmax;
+mod tanh;
 
 pub(crate) use attention::AttnBuffers;
 pub use attention::{AttnShape, Mask, attention, attention_rows};
@@ -22,6 +23,7 @@ pub use rope::{RopeMode, RopeParams, rope, rope_with_factors};
 pub use rows::{add, add_bias, copy_rows, scatter_scaled, sum_slots};
 pub(crate) use softmax::softmax;
 pub use softmax::{argmax, log_softmax, top_k, top2};
+pub use tanh::softcap;
 
 /// Vector width the op bodies are compiled for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

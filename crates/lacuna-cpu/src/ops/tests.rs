@@ -72,6 +72,8 @@ fn every_level_gives_the_same_bits() {
         softmax(&mut sm);
         let mut lsm = x.clone();
         log_softmax(&mut lsm);
+        let mut capped = x.clone();
+        pool.install(|| softcap(&mut capped, 3.0));
         let mut sums = vec![0.0; 100];
         let mut scattered = x.clone();
         scatter_scaled(&x[..200], &[2, 0], &[0.5, -3.0], &mut scattered, 100).unwrap();
@@ -87,6 +89,7 @@ fn every_level_gives_the_same_bits() {
             bits(&lsm),
             bits(&sums),
             bits(&scattered),
+            bits(&capped),
         ]
     };
     let want = on_level(crate::Path::Scalar, run);

@@ -500,9 +500,8 @@ impl<B: Backend> GemmaGraph<'_, B> {
         be.matmul_to_host(B::view(&s.xn, 0..n), t, &self.w.output.w, out)?;
         tm.mark(be, Part::LmHead)?;
         if let Some(c) = self.g.softcap {
-            for v in out.iter_mut() {
-                *v = c * (*v / c).tanh();
-            }
+            // Host logits whatever the backend: the vectorised, parallel tanh.
+            lacuna_cpu::softcap(out, c);
         }
         tm.mark(be, Part::Other)
     }

@@ -22,12 +22,14 @@ use crate::Path;
 use crate::acts::Acts;
 use crate::blocks::{QuantKind, decode};
 use crate::out::Out;
-use crate::packed::PANEL;
+use crate::packed::{PANEL, PanelMut};
 
 #[cfg(target_arch = "x86_64")]
 mod x86;
 #[cfg(target_arch = "x86_64")]
 mod x86_b32;
+#[cfg(target_arch = "x86_64")]
+mod x86_fill;
 #[cfg(target_arch = "x86_64")]
 mod x86_q4k;
 #[cfg(target_arch = "x86_64")]
@@ -78,6 +80,28 @@ fn rows8_kernel(kind: QuantKind, path: Path) -> Option<(Rows8Kernel, bool)> {
     }
     let _ = (kind, path);
     None
+}
+
+/// Decodes the eight rows at `rows` (`row_bytes` apart, `k` weights each) into rows
+/// `8 * half..8 * half + 8` of the byte-form panel `p` with the vectorised decoder, if this
+/// CPU has one for `kind` (the portable packer's values); false, with nothing written,
+/// otherwise.
+pub(crate) fn fill_rows8(
+    kind: QuantKind,
+    k: usize,
+    rows: &[u8],
+    row_bytes: usize,
+    half: usize,
+    p: &mut PanelMut<'_>,
+) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if x86_fill::fills(kind) && std::arch::is_x86_feature_detected!("avx2") && x86_f16c() {
+        // SAFETY: AVX2 and F16C were just detected; `fill8` asserts the sizes.
+        unsafe { x86_fill::fill8(kind, k, rows, row_bytes, half, p) };
+        return true;
+    }
+    let _ = (kind, k, rows, row_bytes, half, p);
+    false
 }
 
 /// Whether the CPU converts f16 in hardware (every AVX2 CPU so far; checked anyway).

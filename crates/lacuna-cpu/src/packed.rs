@@ -795,25 +795,45 @@ fn from_planes(bits: usize, planes_in: &[i8], bytes: &mut [i8]) {
 }
 
 /// One panel's slices of every [`QuantPacked`] array (`aff`: its float offsets).
-struct PanelMut<'a> {
-    qs: &'a mut [i8],
-    sc: &'a mut [i32],
-    corr: &'a mut [i32],
-    mins: &'a mut [i16],
-    d: &'a mut [f32],
-    dmin: &'a mut [f32],
-    aff: &'a mut [f32],
+pub(crate) struct PanelMut<'a> {
+    pub(crate) qs: &'a mut [i8],
+    pub(crate) sc: &'a mut [i32],
+    pub(crate) corr: &'a mut [i32],
+    pub(crate) mins: &'a mut [i16],
+    pub(crate) d: &'a mut [f32],
+    pub(crate) dmin: &'a mut [f32],
+    pub(crate) aff: &'a mut [f32],
 }
 
 /// Decodes the rows in `src` (up to 16 of `row_bytes` each, `k` elements) into one panel.
 /// Rows past those in `src` keep what the buffers hold.
-fn fill_panel(kind: QuantKind, k: usize, src: &[u8], row_bytes: usize, p: PanelMut<'_>) {
+fn fill_panel(kind: QuantKind, k: usize, src: &[u8], row_bytes: usize, mut p: PanelMut<'_>) {
+    debug_assert!(src.len() <= PANEL * row_bytes && p.qs.len() == PANEL * k);
+    // Whole groups of eight rows on the vectorised decoder where there is one (the same
+    // values), the rest one element at a time.
+    let mut done = 0;
+    while done + 8 <= src.len() / row_bytes
+        && crate::compact::fill_rows8(
+            kind,
+            k,
+            &src[done * row_bytes..],
+            row_bytes,
+            done / 8,
+            &mut p,
+        )
+    {
+        done += 8;
+    }
+    fill_rows(kind, src, row_bytes, done, p);
+}
+
+/// [`fill_panel`]'s portable decoder, from row `first` of `src` on.
+fn fill_rows(kind: QuantKind, src: &[u8], row_bytes: usize, first: usize, p: PanelMut<'_>) {
     let block = kind.block();
     let nsub = block / kind.sub();
     let bsize = kind.ty().type_size();
     let per_block = kind.affine_group().map_or(0, |g| block / g);
-    debug_assert!(src.len() <= PANEL * row_bytes && p.qs.len() == PANEL * k);
-    for (r, row) in src.chunks_exact(row_bytes).enumerate() {
+    for (r, row) in src.chunks_exact(row_bytes).enumerate().skip(first) {
         for (b, raw) in row.chunks_exact(bsize).enumerate() {
             let dec = decode(kind, raw);
             let mut bias = 0i32;
@@ -978,6 +998,22 @@ impl QuantPacked {
             aff: &mut [],
         };
         fill_panel(self.kind, self.k, src, row_bytes, dst);
+    }
+
+    /// [`QuantPacked::refill`] on the portable decoder only: the reference of the
+    /// vectorised one.
+    #[cfg(test)]
+    pub(crate) fn refill_portable(&mut self, src: &[u8], row_bytes: usize) {
+        let dst = PanelMut {
+            qs: &mut self.qs,
+            sc: &mut self.scales,
+            corr: &mut self.corr,
+            mins: &mut self.mins,
+            d: &mut self.d,
+            dmin: &mut self.dmin,
+            aff: &mut [],
+        };
+        fill_rows(self.kind, src, row_bytes, 0, dst);
     }
 }
 

@@ -73,3 +73,35 @@ fn compact_refuses_offset_and_float_types_and_bad_sizes() {
     // Q5_K, Q3_K and IQ4_XS have no vectorised compact kernel yet (the portable loop).
     assert!(!PackedWeight::compact_is_fast(GgmlType::Q5_K));
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(16))]
+
+    /// The vectorised panel decoder writes the portable one's values, array for array, for
+    /// every type it takes (whole and ragged panels; the rest of a ragged panel portable).
+    #[test]
+    fn panel_decoder_matches_portable(
+        (kb, seed, scale) in (1usize..4, any::<u64>(),
+            prop_oneof![Just(0.01f32), Just(1.0), Just(30.0)])
+    ) {
+        use crate::packed::QuantPacked;
+        let kinds = QuantKind::ALL.into_iter().filter(|&k| k.affine_group().is_none());
+        // Two vectorised halves; one and a portable rest; one portable row.
+        for (kind, rows) in kinds.flat_map(|k| [16, 13, 1].map(|r| (k, r))) {
+            let k = kb * 256;
+            let mut rng = Rng(seed | 1);
+            let bytes = weights(kind.ty(), rows, k, &mut rng, scale);
+            let row_bytes = bytes.len() / rows;
+            let (mut fast, mut slow) = (QuantPacked::one_panel(kind, k), QuantPacked::one_panel(kind, k));
+            fast.refill(&bytes, row_bytes);
+            slow.refill_portable(&bytes, row_bytes);
+            prop_assert_eq!(&fast.qs, &slow.qs, "{:?} weights", kind);
+            prop_assert_eq!(&fast.scales, &slow.scales, "{:?} scales", kind);
+            prop_assert_eq!(&fast.corr, &slow.corr, "{:?} corr", kind);
+            prop_assert_eq!(&fast.mins, &slow.mins, "{:?} mins", kind);
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            prop_assert_eq!(bits(&fast.d), bits(&slow.d), "{:?} d", kind);
+            prop_assert_eq!(bits(&fast.dmin), bits(&slow.dmin), "{:?} dmin", kind);
+        }
+    }
+}

@@ -161,7 +161,7 @@ impl Block32 for Mxfp4 {
 /// # Safety
 /// AVX2 available; eight whole blocks at those offsets.
 #[inline(always)]
-unsafe fn transposed<B: Block32>(bytes: &[u8], stride: usize) -> [__m256i; 8] {
+pub(super) unsafe fn transposed<B: Block32>(bytes: &[u8], stride: usize) -> [__m256i; 8] {
     debug_assert!(bytes.len() >= 7 * stride + B::SIZE);
     // SAFETY: AVX2 by the contract.
     let mut r = [unsafe { _mm256_setzero_si256() }; 8];

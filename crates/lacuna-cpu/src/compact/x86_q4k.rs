@@ -27,7 +27,7 @@ use crate::acts::Acts;
 /// # Safety
 /// AVX2 available; eight whole blocks at those offsets.
 #[inline(always)]
-unsafe fn scales_mins(bytes: &[u8], stride: usize) -> ([__m256i; 8], [__m256i; 4]) {
+pub(super) unsafe fn scales_mins(bytes: &[u8], stride: usize) -> ([__m256i; 8], [__m256i; 4]) {
     debug_assert!(bytes.len() >= 7 * stride + 144);
     // SAFETY: AVX2 by the contract; 16-byte loads at the start of each row's block.
     unsafe {
@@ -86,7 +86,7 @@ unsafe fn scales_mins(bytes: &[u8], stride: usize) -> ([__m256i; 8], [__m256i; 4
 /// # Safety
 /// AVX2 available; eight whole blocks at those offsets.
 #[inline(always)]
-unsafe fn chunk(bytes: &[u8], stride: usize, c: usize) -> [__m256i; 8] {
+pub(super) unsafe fn chunk(bytes: &[u8], stride: usize, c: usize) -> [__m256i; 8] {
     debug_assert!(bytes.len() >= 7 * stride + 144 && c < 4);
     // SAFETY: AVX2 by the contract; 32 bytes at 16 + 32c <= 112 in each row's block.
     unsafe {
@@ -103,7 +103,7 @@ unsafe fn chunk(bytes: &[u8], stride: usize, c: usize) -> [__m256i; 8] {
 /// # Safety
 /// AVX2 available.
 #[inline(always)]
-unsafe fn nibbles(g: &[__m256i; 8], high: bool) -> [__m256i; 8] {
+pub(super) unsafe fn nibbles(g: &[__m256i; 8], high: bool) -> [__m256i; 8] {
     // SAFETY: AVX2 by the contract.
     unsafe {
         let low = _mm256_set1_epi8(0x0F);

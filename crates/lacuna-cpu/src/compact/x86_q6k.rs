@@ -18,7 +18,7 @@ use super::x86::{dword, f16x8, fold, transpose8};
 use crate::acts::Acts;
 
 /// Block bytes.
-const SIZE: usize = 210;
+pub(super) const SIZE: usize = 210;
 
 /// The eight rows' scales (`bytes[r * stride]` each a block), per group `G` the scale of
 /// sub-block `2G` and of `2G + 1`, sign-extended, rows in lanes.
@@ -26,7 +26,7 @@ const SIZE: usize = 210;
 /// # Safety
 /// AVX2 available; eight whole blocks at those offsets.
 #[inline(always)]
-unsafe fn scales(bytes: &[u8], stride: usize) -> [(__m256i, __m256i); 8] {
+pub(super) unsafe fn scales(bytes: &[u8], stride: usize) -> [(__m256i, __m256i); 8] {
     debug_assert!(bytes.len() >= 7 * stride + SIZE);
     // SAFETY: AVX2 by the contract; 16 bytes at 192 in each row's block.
     unsafe {
@@ -56,7 +56,7 @@ unsafe fn scales(bytes: &[u8], stride: usize) -> [(__m256i, __m256i); 8] {
 /// # Safety
 /// AVX2 available; eight whole blocks at those offsets.
 #[inline(always)]
-unsafe fn group(bytes: &[u8], stride: usize, g: usize) -> [__m256i; 8] {
+pub(super) unsafe fn group(bytes: &[u8], stride: usize, g: usize) -> [__m256i; 8] {
     debug_assert!(bytes.len() >= 7 * stride + SIZE && g < 8);
     let (n, i) = (g / 4, g % 4);
     let (ql_at, qh_at) = (64 * n + 32 * (i & 1), 128 + 32 * n);
@@ -88,7 +88,7 @@ unsafe fn group(bytes: &[u8], stride: usize, g: usize) -> [__m256i; 8] {
 /// # Safety
 /// AVX2 available.
 #[inline(always)]
-unsafe fn weight_sums(g: &[__m256i; 8], (lo, hi): (__m256i, __m256i)) -> __m256i {
+pub(super) unsafe fn weight_sums(g: &[__m256i; 8], (lo, hi): (__m256i, __m256i)) -> __m256i {
     // SAFETY: AVX2 by the contract.
     unsafe {
         let ones = _mm256_set1_epi8(1);

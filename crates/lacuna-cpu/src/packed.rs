@@ -244,7 +244,7 @@ impl PackedWeight {
             k,
             kind,
             row_bytes,
-            bytes.to_vec(),
+            par_copy(bytes),
         ))
     }
 
@@ -792,6 +792,19 @@ fn from_planes(bits: usize, planes_in: &[i8], bytes: &mut [i8]) {
             }
         }
     }
+}
+
+/// `bytes.to_vec()` in parallel chunks: a compact matrix's bytes are usually a memory-mapped
+/// file's, read from disk at this copy on a cold start, and one thread faulting them in
+/// sequentially read the 30-layer DiffusionGemma file at a third of the speed of the
+/// repacking (whose panels are decoded in parallel).
+fn par_copy(bytes: &[u8]) -> Vec<u8> {
+    const CHUNK: usize = 1 << 18;
+    let mut v = vec![0u8; bytes.len()];
+    v.par_chunks_mut(CHUNK)
+        .zip(bytes.par_chunks(CHUNK))
+        .for_each(|(d, s)| d.copy_from_slice(s));
+    v
 }
 
 /// One panel's slices of every [`QuantPacked`] array (`aff`: its float offsets).

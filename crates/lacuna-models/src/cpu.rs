@@ -19,11 +19,12 @@ use crate::{Error, Result, RopeStyle};
 /// VNNI or AVX2 kernel runs) or compact (ggml's blocks, the file's size).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum WeightLayout {
-    /// Repacked, unless that would not fit in the memory available at load
-    /// (`MemAvailable`, with a tenth kept free): then the mixture-of-experts weights go
+    /// Repacked, unless that would take more than three quarters of the memory available at
+    /// load (`MemAvailable`: a quarter is left to everything else, where a tenth left a
+    /// 24 GiB machine 2 GB beside an 18 GB model): then the mixture-of-experts weights go
     /// compact first, and the dense ones too when repacking them still would not fit;
-    /// compact only where this CPU has a vectorised compact kernel for the type (Q4_K and
-    /// Q6_K with AVX2).
+    /// compact only where this CPU has a vectorised compact kernel for the type (on x86 with
+    /// AVX2: Q4_K, Q6_K, Q8_0, Q4_0, Q5_0, IQ4_NL, MXFP4).
     #[default]
     Auto,
     /// Every weight compact when the type allows it (slow where the kernel is portable).
@@ -185,7 +186,7 @@ impl Backend for CpuBackend {
     }
 
     fn plan_weights(&mut self, plan: WeightPlan) -> Result<()> {
-        let Some(budget) = mem_available().map(|avail| avail / 10 * 9) else {
+        let Some(budget) = mem_available().map(|avail| avail / 4 * 3) else {
             return Ok(());
         };
         let (experts, dense) = repacked_bytes(&plan);

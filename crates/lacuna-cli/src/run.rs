@@ -31,9 +31,10 @@ pub(crate) struct ModelArgs {
     pub(crate) threads: Option<usize>,
     /// Quantized weights: fast (repacked to int8, about 8.6 bits per weight, fastest; on
     /// AVX-512 VNNI and AVX2 a small form: Q4_K two weights a byte, 4.9 bits, Q6_K 8.75),
-    /// compact (ggml's blocks, the file's size; slower on long canvases) or auto (fast,
-    /// unless that would not fit in available memory: then the experts, and if still needed
-    /// the dense weights, go compact where this CPU has the kernel: Q4_K and Q6_K on x86-64).
+    /// compact (ggml's blocks, the file's size; slower, most on few tokens) or auto (fast,
+    /// unless that would take more than three quarters of the available memory: then the
+    /// experts, and if still needed the dense weights, go compact where this CPU has the
+    /// kernel: Q4_K, Q6_K, Q8_0, Q4_0, Q5_0, IQ4_NL and MXFP4 on x86-64).
     #[arg(long, default_value = "auto")]
     pub(crate) weights: WeightLayout,
     /// Where the model runs: cpu, cuda, cuda:N, or auto (a usable CUDA GPU whose test

@@ -34,7 +34,8 @@ pub(crate) struct ModelArgs {
     /// compact (ggml's blocks, the file's size; slower, most on few tokens) or auto (fast,
     /// unless that would take more than three quarters of the available memory: then the
     /// experts, and if still needed the dense weights, go compact where this CPU has the
-    /// kernel: Q4_K, Q6_K, Q8_0, Q4_0, Q5_0, IQ4_NL and MXFP4 on x86-64).
+    /// kernel: Q4_K, Q6_K, Q8_0, Q4_0, Q5_0, IQ4_NL and MXFP4 on x86-64; a model without
+    /// experts goes compact only past nine tenths).
     #[arg(long, default_value = "auto")]
     pub(crate) weights: WeightLayout,
     /// Where the model runs: cpu, cuda, cuda:N, or auto (a usable CUDA GPU whose test

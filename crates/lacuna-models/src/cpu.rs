@@ -22,7 +22,8 @@ pub enum WeightLayout {
     /// Repacked, unless that would take more than three quarters of the memory available at
     /// load (`MemAvailable`: a quarter is left to everything else, where a tenth left a
     /// 24 GiB machine 2 GB beside an 18 GB model): then the mixture-of-experts weights go
-    /// compact first, and the dense ones too when repacking them still would not fit;
+    /// compact first, and the dense ones too when repacking them still would not fit (for a
+    /// model without experts: in nine tenths);
     /// compact only where this CPU has a vectorised compact kernel for the type (on x86 with
     /// AVX2: Q4_K, Q6_K, Q8_0, Q4_0, Q5_0, IQ4_NL, MXFP4).
     #[default]
@@ -137,6 +138,32 @@ fn repacked_bytes(plan: &WeightPlan) -> (u64, u64) {
     (experts, dense)
 }
 
+/// What `--weights auto` keeps compact, `(experts, dense)`, given the memory available at
+/// load, the experts' bytes repacked and in the file, and the dense matrices' bytes
+/// repacked (with what the model holds beside them).
+///
+/// Repacked weights may take three quarters of `avail`, leaving a quarter to everything
+/// else; past that the experts go compact first (at few tokens each their compact kernels
+/// cost little), then the dense matrices of a mixture-of-experts model. A dense model's
+/// matrices go compact only when repacked they would not fit in nine tenths: its repacked
+/// small forms are within 3-8% of the file's size, and compact costs its cached steps
+/// 1.3-1.5x (the LM head over few positions), so that trade pays only to fit at all.
+fn auto_layout(avail: u64, experts: u64, experts_file: u64, dense: u64) -> (bool, bool) {
+    let soft = avail / 4 * 3;
+    let hard = avail / 10 * 9;
+    let compact_experts = experts_file > 0 && experts.saturating_add(dense) > soft;
+    let experts_held = if compact_experts {
+        experts_file
+    } else {
+        experts
+    };
+    let dense_budget = if experts_file > 0 { soft } else { hard };
+    (
+        compact_experts,
+        experts_held.saturating_add(dense) > dense_budget,
+    )
+}
+
 /// The CPU's embedding table: read from the file's bytes row by row at each pass.
 #[derive(Debug, Clone, Copy)]
 pub struct CpuTable {
@@ -186,13 +213,16 @@ impl Backend for CpuBackend {
     }
 
     fn plan_weights(&mut self, plan: WeightPlan) -> Result<()> {
-        let Some(budget) = mem_available().map(|avail| avail / 4 * 3) else {
+        let Some(avail) = mem_available() else {
             return Ok(());
         };
         let (experts, dense) = repacked_bytes(&plan);
-        let dense = dense.saturating_add(plan.other_bytes);
-        self.compact_experts = experts.saturating_add(dense) > budget;
-        self.compact_dense = plan.expert_bytes.saturating_add(dense) > budget;
+        (self.compact_experts, self.compact_dense) = auto_layout(
+            avail,
+            experts,
+            plan.expert_bytes,
+            dense.saturating_add(plan.other_bytes),
+        );
         Ok(())
     }
 
@@ -480,6 +510,39 @@ fn cpu_rope(params: RopeParams) -> lacuna_cpu::RopeParams {
 mod tests {
     use super::*;
     use crate::backend::PlannedMatrix;
+
+    /// `--weights auto` on the cases that decide it (GB; `avail` 23.5, a 24 GiB machine).
+    #[test]
+    fn auto_leaves_a_quarter_free_and_compacts_dense_models_only_to_fit() {
+        const G: u64 = 1 << 30;
+        let gb = |x: f64| (x * G as f64) as u64;
+        let avail = gb(23.5);
+        // The 30-layer DiffusionGemma: 17.6 GB experts repacked (16.5 in the file), 3.9 GB
+        // dense and buffers. Repacked it would take 21.5 of 23.5: all compact.
+        assert_eq!(
+            auto_layout(avail, gb(17.6), gb(16.5), gb(3.9)),
+            (true, true)
+        );
+        // A MoE model whose compact experts leave room for repacked dense matrices.
+        assert_eq!(
+            auto_layout(avail, gb(16.0), gb(14.0), gb(3.0)),
+            (true, false)
+        );
+        // It fits in three quarters repacked: nothing compact.
+        assert_eq!(
+            auto_layout(avail, gb(12.0), gb(11.0), gb(5.0)),
+            (false, false)
+        );
+        // A dense model at 80% of memory repacked stays repacked (nine tenths for dense)...
+        assert_eq!(auto_layout(avail, 0, 0, gb(19.0)), (false, false));
+        // ...and goes compact past nine tenths.
+        assert_eq!(auto_layout(avail, 0, 0, gb(21.5)), (false, true));
+        // Nothing overflows on absurd sizes.
+        assert_eq!(
+            auto_layout(avail, u64::MAX, u64::MAX, u64::MAX),
+            (true, true)
+        );
+    }
 
     #[test]
     fn the_plan_is_sized_as_packing_holds_it() {

@@ -19,8 +19,8 @@ pub struct EngineOptions {
     /// Worker threads of the kernels; `None` means one per logical core.
     pub threads: Option<usize>,
     /// How quantized weights are kept (default: repacked, compact only where the repacked
-    /// copy would take more than three quarters of the available memory and this CPU has
-    /// the compact kernel for their type).
+    /// copy would take more than three quarters of the available memory, nine tenths for a
+    /// model without experts, and this CPU has the compact kernel for their type).
     pub weights: lacuna_models::WeightLayout,
     /// Where the model runs (default: a usable CUDA GPU, else the CPU).
     pub device: Device,

@@ -1001,23 +1001,21 @@ impl QuantPacked {
     /// Decodes up to 16 rows (`src`, ggml's bytes, `row_bytes` each) into this one-panel
     /// buffer; rows past them keep stale values, which the kernels compute but never store.
     pub(crate) fn refill(&mut self, src: &[u8], row_bytes: usize) {
-        let dst = PanelMut {
-            qs: &mut self.qs,
-            sc: &mut self.scales,
-            corr: &mut self.corr,
-            mins: &mut self.mins,
-            d: &mut self.d,
-            dmin: &mut self.dmin,
-            aff: &mut [],
-        };
-        fill_panel(self.kind, self.k, src, row_bytes, dst);
+        let (kind, k) = (self.kind, self.k);
+        fill_panel(kind, k, src, row_bytes, self.panel_mut());
     }
 
     /// [`QuantPacked::refill`] on the portable decoder only: the reference of the
     /// vectorised one.
     #[cfg(test)]
     pub(crate) fn refill_portable(&mut self, src: &[u8], row_bytes: usize) {
-        let dst = PanelMut {
+        let kind = self.kind;
+        fill_rows(kind, src, row_bytes, 0, self.panel_mut());
+    }
+
+    /// The arrays of a one-panel buffer, to be filled.
+    fn panel_mut(&mut self) -> PanelMut<'_> {
+        PanelMut {
             qs: &mut self.qs,
             sc: &mut self.scales,
             corr: &mut self.corr,
@@ -1025,8 +1023,7 @@ impl QuantPacked {
             d: &mut self.d,
             dmin: &mut self.dmin,
             aff: &mut [],
-        };
-        fill_rows(self.kind, src, row_bytes, 0, dst);
+        }
     }
 }
 

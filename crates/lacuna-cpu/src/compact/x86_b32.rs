@@ -174,6 +174,68 @@ pub(super) unsafe fn transposed<B: Block32>(bytes: &[u8], stride: usize) -> [__m
     unsafe { transpose8(r) }
 }
 
+/// The kernels' body: `VNNI` multiplies the biased activations (`a.q`) and takes away
+/// `128 * sum(w)`; without, AVX2's sign trick on the signed ones (`xs`).
+///
+/// # Safety
+/// AVX2 and F16C available, and AVX-512 VL/VNNI with `VNNI`; rows `row0..row0 + 8` exist;
+/// `acc` holds 8 slots per token of `a`; `xs` holds the signed activations without `VNNI`.
+#[inline(always)]
+unsafe fn body<B: Block32, const VNNI: bool>(
+    w: &CompactQuant,
+    row0: usize,
+    a: &Acts,
+    xs: &[u8],
+    acc: &mut [f32],
+) {
+    let (k, rb) = (w.k, w.row_bytes);
+    let nblk = k / 32;
+    let t_all = acc.len() / 8;
+    acc.fill(0.0);
+    // SAFETY: the features are the contract's; every block read is one of the eight rows'
+    // (`bytes` spans them); the activations hold 32 bytes a block per token.
+    unsafe {
+        let (bias, ones) = (_mm256_set1_epi8(-128), _mm256_set1_epi16(1));
+        for b in 0..nblk {
+            let base = row0 * rb + b * B::SIZE;
+            let bytes = &w.bytes[base..base + 7 * rb + B::SIZE];
+            let (dv, g) = (B::scales(bytes, rb), transposed::<B>(bytes, rb));
+            // VNNI: 128 * sum(w) per row, what the activations' bias adds. AVX2: |w|.
+            let mut corr = _mm256_setzero_si256();
+            let mut mag = g;
+            for (m, &gj) in mag.iter_mut().zip(&g) {
+                if VNNI {
+                    corr = _mm256_dpbusd_epi32(corr, bias, gj);
+                } else {
+                    *m = _mm256_abs_epi8(gj);
+                }
+            }
+            for t in 0..t_all {
+                let isum = if VNNI {
+                    let x = &a.q[t * k + b * 32..][..32];
+                    // Two chains, so that the dot products of one token overlap.
+                    let (mut s0, mut s1) = (_mm256_setzero_si256(), _mm256_setzero_si256());
+                    for j in (0..8).step_by(2) {
+                        s0 = _mm256_dpbusd_epi32(s0, dword(x, j), g[j]);
+                        s1 = _mm256_dpbusd_epi32(s1, dword(x, j + 1), g[j + 1]);
+                    }
+                    _mm256_sub_epi32(_mm256_add_epi32(s0, s1), corr)
+                } else {
+                    let x = &xs[t * k + b * 32..][..32];
+                    let mut s = _mm256_setzero_si256();
+                    for j in 0..8 {
+                        // |w| <= 128 times |x| <= 127, two a lane: below 2^15, no saturation.
+                        let p = _mm256_maddubs_epi16(mag[j], _mm256_sign_epi8(dword(x, j), g[j]));
+                        s = _mm256_add_epi32(s, _mm256_madd_epi16(p, ones));
+                    }
+                    s
+                };
+                fold(acc, t * 8, dv, a.d[t * nblk + b], isum);
+            }
+        }
+    }
+}
+
 /// Eight consecutive rows of format `B` against every token, AVX-512 VNNI on ymm registers:
 /// `acc[t * 8 + r]`, from the biased activations (`a.q`).
 ///
@@ -185,41 +247,12 @@ pub(crate) unsafe fn rows8_vnni<B: Block32>(
     w: &CompactQuant,
     row0: usize,
     a: &Acts,
-    _xs: &[u8],
+    xs: &[u8],
     acc: &mut [f32],
     _ints: &mut [i32],
 ) {
-    let (k, rb) = (w.k, w.row_bytes);
-    let nblk = k / 32;
-    let t_all = acc.len() / 8;
-    acc.fill(0.0);
-    let bias = _mm256_set1_epi8(-128);
-    for b in 0..nblk {
-        let base = row0 * rb + b * B::SIZE;
-        let bytes = &w.bytes[base..base + 7 * rb + B::SIZE];
-        // SAFETY: this function's features; eight blocks at stride rb in `bytes`.
-        let (dv, g) = unsafe { (B::scales(bytes, rb), transposed::<B>(bytes, rb)) };
-        // 128 * sum(w) per row: what the activations' bias adds.
-        let mut corr = _mm256_setzero_si256();
-        for gj in g {
-            corr = _mm256_dpbusd_epi32(corr, bias, gj);
-        }
-        for t in 0..t_all {
-            let x = &a.q[t * k + b * 32..][..32];
-            // Two chains, so that the dot products of one token overlap.
-            let (mut s0, mut s1) = (_mm256_setzero_si256(), _mm256_setzero_si256());
-            for j in (0..8).step_by(2) {
-                // SAFETY: j + 1 < 8 dwords of the 32-byte block.
-                unsafe {
-                    s0 = _mm256_dpbusd_epi32(s0, dword(x, j), g[j]);
-                    s1 = _mm256_dpbusd_epi32(s1, dword(x, j + 1), g[j + 1]);
-                }
-            }
-            let isum = _mm256_sub_epi32(_mm256_add_epi32(s0, s1), corr);
-            // SAFETY: AVX2 (implied); 8 slots at t * 8.
-            unsafe { fold(acc, t * 8, dv, a.d[t * nblk + b], isum) };
-        }
-    }
+    // SAFETY: the contract is the body's, with VNNI.
+    unsafe { body::<B, true>(w, row0, a, xs, acc) }
 }
 
 /// [`rows8_vnni`] on AVX2, from the signed activations `xs` (the sign trick).
@@ -236,32 +269,6 @@ pub(crate) unsafe fn rows8_avx2<B: Block32>(
     acc: &mut [f32],
     _ints: &mut [i32],
 ) {
-    let (k, rb) = (w.k, w.row_bytes);
-    let nblk = k / 32;
-    let t_all = acc.len() / 8;
-    acc.fill(0.0);
-    let ones = _mm256_set1_epi16(1);
-    for b in 0..nblk {
-        let base = row0 * rb + b * B::SIZE;
-        let bytes = &w.bytes[base..base + 7 * rb + B::SIZE];
-        // SAFETY: this function's features; eight blocks at stride rb in `bytes`.
-        let (dv, g) = unsafe { (B::scales(bytes, rb), transposed::<B>(bytes, rb)) };
-        let mut mag = g;
-        for m in &mut mag {
-            *m = _mm256_abs_epi8(*m);
-        }
-        for t in 0..t_all {
-            let x = &xs[t * k + b * 32..][..32];
-            let mut s = _mm256_setzero_si256();
-            for j in 0..8 {
-                // SAFETY: j < 8 dwords of the 32-byte block.
-                let xj = unsafe { dword(x, j) };
-                // |w| <= 128 times |x| <= 127, two a lane: below 2^15, no saturation.
-                let p = _mm256_maddubs_epi16(mag[j], _mm256_sign_epi8(xj, g[j]));
-                s = _mm256_add_epi32(s, _mm256_madd_epi16(p, ones));
-            }
-            // SAFETY: AVX2; 8 slots at t * 8.
-            unsafe { fold(acc, t * 8, dv, a.d[t * nblk + b], s) };
-        }
-    }
+    // SAFETY: the contract is the body's, without VNNI.
+    unsafe { body::<B, false>(w, row0, a, xs, acc) }
 }

@@ -179,6 +179,68 @@ unsafe fn stage(ints: &mut [i32], t: usize, first: bool, v: __m256i) {
     }
 }
 
+/// The kernels' body: `VNNI` picks the per-token dot product.
+///
+/// # Safety
+/// AVX2 and F16C available, and AVX-512 VL/VNNI with `VNNI`; rows `row0..row0 + 8` exist;
+/// `acc` holds 8 slots and `ints` 16 per token of `a`; `xs` holds the signed activations.
+#[inline(always)]
+unsafe fn body<const VNNI: bool>(
+    w: &CompactQuant,
+    row0: usize,
+    a: &Acts,
+    xs: &[u8],
+    acc: &mut [f32],
+    ints: &mut [i32],
+) {
+    let (k, rb) = (w.k, w.row_bytes);
+    let nblk = k / 256;
+    let t_all = acc.len() / 8;
+    acc.fill(0.0);
+    // SAFETY: the features are the contract's; every block read is one of the eight rows'
+    // (`bytes` spans them); `ints` holds 16 slots a token.
+    unsafe {
+        let mut raw = [_mm256_setzero_si256(); 8];
+        for b in 0..nblk {
+            let base = row0 * rb + b * 144;
+            let bytes = &w.bytes[base..base + 7 * rb + 144];
+            let dm = (f16x8(bytes, 0, rb, 0), f16x8(bytes, 0, rb, 2));
+            let (sc, mv) = scales_mins(bytes, rb);
+            for (s, &scale) in sc.iter().enumerate() {
+                // AVX2: each scale as an i16 pair `[sc, sc]`, `vpmaddwd` scaling both halves.
+                let scv = if VNNI {
+                    scale
+                } else {
+                    _mm256_or_si256(scale, _mm256_slli_epi32::<16>(scale))
+                };
+                if s % 2 == 0 {
+                    raw = chunk(bytes, rb, s / 2);
+                }
+                let g = nibbles(&raw, s % 2 == 1);
+                for t in 0..t_all {
+                    let x = &xs[t * k + b * 256 + s * 32..][..32];
+                    let v = if VNNI {
+                        let (mut s0, mut s1) = (_mm256_setzero_si256(), _mm256_setzero_si256());
+                        for j in (0..8).step_by(2) {
+                            s0 = _mm256_dpbusd_epi32(s0, g[j], dword(x, j));
+                            s1 = _mm256_dpbusd_epi32(s1, g[j + 1], dword(x, j + 1));
+                        }
+                        _mm256_mullo_epi32(_mm256_add_epi32(s0, s1), scv)
+                    } else {
+                        let mut p16 = _mm256_setzero_si256();
+                        for (j, &gj) in g.iter().enumerate() {
+                            p16 = _mm256_add_epi16(p16, _mm256_maddubs_epi16(gj, dword(x, j)));
+                        }
+                        _mm256_madd_epi16(p16, scv)
+                    };
+                    stage(ints, t, s == 0, v);
+                }
+            }
+            mins_and_fold(acc, ints, a, nblk, b, dm, &mv);
+        }
+    }
+}
+
 /// Eight consecutive Q4_K rows (from `row0`) against every token, AVX-512 VNNI on ymm
 /// registers: `acc[t * 8 + r]`, from the signed activations `xs`.
 ///
@@ -194,45 +256,8 @@ pub(crate) unsafe fn q4k_rows8_vnni(
     acc: &mut [f32],
     ints: &mut [i32],
 ) {
-    let (k, rb) = (w.k, w.row_bytes);
-    let nblk = k / 256;
-    let t_all = acc.len() / 8;
-    acc.fill(0.0);
-    let mut raw = [_mm256_setzero_si256(); 8];
-    for b in 0..nblk {
-        let base = row0 * rb + b * 144;
-        let bytes = &w.bytes[base..base + 7 * rb + 144];
-        // SAFETY: this function enables AVX2 and F16C.
-        let dm = unsafe { (f16x8(bytes, 0, rb, 0), f16x8(bytes, 0, rb, 2)) };
-        // SAFETY: this function's features; eight blocks at stride rb in `bytes`.
-        let (sc, mv) = unsafe { scales_mins(bytes, rb) };
-        for s in 0..8 {
-            let scv = sc[s];
-            // SAFETY: as above.
-            let g = unsafe {
-                if s % 2 == 0 {
-                    raw = chunk(bytes, rb, s / 2);
-                }
-                nibbles(&raw, s % 2 == 1)
-            };
-            for t in 0..t_all {
-                let x = &xs[t * k + b * 256 + s * 32..][..32];
-                let (mut s0, mut s1) = (_mm256_setzero_si256(), _mm256_setzero_si256());
-                for j in (0..8).step_by(2) {
-                    // SAFETY: j + 1 < 8 dwords of the 32 bytes.
-                    unsafe {
-                        s0 = _mm256_dpbusd_epi32(s0, g[j], dword(x, j));
-                        s1 = _mm256_dpbusd_epi32(s1, g[j + 1], dword(x, j + 1));
-                    }
-                }
-                let v = _mm256_mullo_epi32(_mm256_add_epi32(s0, s1), scv);
-                // SAFETY: AVX2; `ints` holds 16 slots per token.
-                unsafe { stage(ints, t, s == 0, v) };
-            }
-        }
-        // SAFETY: AVX2; the slots are the contract's.
-        unsafe { mins_and_fold(acc, ints, a, nblk, b, dm, &mv) };
-    }
+    // SAFETY: the contract is the body's, with VNNI.
+    unsafe { body::<true>(w, row0, a, xs, acc, ints) }
 }
 
 /// [`q4k_rows8_vnni`] on AVX2.
@@ -248,42 +273,6 @@ pub(crate) unsafe fn q4k_rows8_avx2(
     acc: &mut [f32],
     ints: &mut [i32],
 ) {
-    let (k, rb) = (w.k, w.row_bytes);
-    let nblk = k / 256;
-    let t_all = acc.len() / 8;
-    acc.fill(0.0);
-    let mut raw = [_mm256_setzero_si256(); 8];
-    for b in 0..nblk {
-        let base = row0 * rb + b * 144;
-        let bytes = &w.bytes[base..base + 7 * rb + 144];
-        // SAFETY: this function enables AVX2 and F16C.
-        let dm = unsafe { (f16x8(bytes, 0, rb, 0), f16x8(bytes, 0, rb, 2)) };
-        // SAFETY: this function's features; eight blocks at stride rb in `bytes`.
-        let (sc, mv) = unsafe { scales_mins(bytes, rb) };
-        for s in 0..8 {
-            // Each scale as an i16 pair `[sc, sc]`: `vpmaddwd` then scales both halves.
-            let scv = _mm256_or_si256(sc[s], _mm256_slli_epi32::<16>(sc[s]));
-            // SAFETY: as above.
-            let g = unsafe {
-                if s % 2 == 0 {
-                    raw = chunk(bytes, rb, s / 2);
-                }
-                nibbles(&raw, s % 2 == 1)
-            };
-            for t in 0..t_all {
-                let x = &xs[t * k + b * 256 + s * 32..][..32];
-                let mut p16 = _mm256_setzero_si256();
-                for (j, &gj) in g.iter().enumerate() {
-                    // SAFETY: j < 8 dwords of the 32 bytes.
-                    let xj = unsafe { dword(x, j) };
-                    p16 = _mm256_add_epi16(p16, _mm256_maddubs_epi16(gj, xj));
-                }
-                let v = _mm256_madd_epi16(p16, scv);
-                // SAFETY: AVX2; `ints` holds 16 slots per token.
-                unsafe { stage(ints, t, s == 0, v) };
-            }
-        }
-        // SAFETY: AVX2; the slots are the contract's.
-        unsafe { mins_and_fold(acc, ints, a, nblk, b, dm, &mv) };
-    }
+    // SAFETY: the contract is the body's, without VNNI.
+    unsafe { body::<false>(w, row0, a, xs, acc, ints) }
 }

@@ -18,10 +18,11 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(24))]
 
     /// The compact layout gives the repacked layout's bits, for every type it takes, on
-    /// every path, over random shapes (ragged panels, one to many tokens) and data.
+    /// every path, over random shapes (ragged panels; few tokens on the compact kernels,
+    /// both sides of the 32-token switch to decoded panels, and many) and data.
     #[test]
     fn compact_matches_repacked_bitwise(
-        (t, n, kb, seed, scale) in (prop_oneof![1usize..12, 126usize..132], 1usize..40, 1usize..4, any::<u64>(),
+        (t, n, kb, seed, scale) in (prop_oneof![1usize..12, 28usize..36, 126usize..132], 1usize..40, 1usize..4, any::<u64>(),
             prop_oneof![Just(0.01f32), Just(1.0), Just(30.0)])
     ) {
         for kind in QuantKind::ALL.into_iter().filter(|&k| k.affine_group().is_none()) {

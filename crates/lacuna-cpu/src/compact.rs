@@ -111,7 +111,7 @@ fn x86_f16c() -> bool {
 }
 
 /// Whether [`matmul`] reads the activations' signed copy ([`Acts::prepare_signed`]): the
-/// eight-row kernels do.
+/// eight-row kernels that [`rows8_kernel`] says do.
 pub(crate) fn reads_signed(path: Path, w: &CompactQuant) -> bool {
     rows8_kernel(w.kind, path).is_some_and(|(_, signed)| signed)
 }
@@ -120,14 +120,9 @@ pub(crate) fn reads_signed(path: Path, w: &CompactQuant) -> bool {
 /// repacked kernels), `acts` prepared for `w`'s activation kind, with the signed copy where
 /// [`reads_signed`] says.
 pub(crate) fn matmul(path: Path, w: &CompactQuant, acts: &Acts, n: usize, out: Out) {
-    let rows8 = rows8_kernel(w.kind, path);
+    let (rows8, reads) = rows8_kernel(w.kind, path).map_or((None, false), |(k, s)| (Some(k), s));
     let panels = n.div_ceil(PANEL);
-    let signed = &acts.signed[..if reads_signed(path, w) {
-        out.t * w.k
-    } else {
-        0
-    }];
-    let rows8 = rows8.map(|(kernel, _)| kernel);
+    let signed = &acts.signed[..if reads { out.t * w.k } else { 0 }];
     (0..panels).into_par_iter().for_each_init(
         || (vec![0.0f32; out.t * 8], vec![0i32; out.t * 16]),
         |(acc, ints), p| {

@@ -54,21 +54,36 @@ pub(crate) unsafe fn transpose8(r: [__m256i; 8]) -> [__m256i; 8] {
     }
 }
 
-/// `acc[t * 8..] += (d * d_x) * isum` for one token, as the portable kernel rounds it.
+/// `acc[t * 8..] += (d * d_x) * isum` for one token, then `-= (dmin * d_x) * msum` when
+/// `mins` gives `(dmin, msum)`, as the portable kernel rounds them (no FMA).
 ///
 /// # Safety
 /// AVX2 available; `acc` holds eight slots at `slot`.
 #[inline(always)]
-pub(crate) unsafe fn fold(acc: &mut [f32], slot: usize, dv: __m256, xd: f32, isum: __m256i) {
+pub(crate) unsafe fn fold(
+    acc: &mut [f32],
+    slot: usize,
+    dv: __m256,
+    xd: f32,
+    isum: __m256i,
+    mins: Option<(__m256, __m256i)>,
+) {
     let acc = &mut acc[slot..slot + 8];
-    // SAFETY: 8-lane load and store of an 8-element slice.
+    // SAFETY: 8-lane load and store of an 8-element slice; AVX2 by the contract.
     unsafe {
-        let v = _mm256_loadu_ps(acc.as_ptr());
-        let p = _mm256_mul_ps(
-            _mm256_mul_ps(dv, _mm256_set1_ps(xd)),
-            _mm256_cvtepi32_ps(isum),
+        let xd = _mm256_set1_ps(xd);
+        let mut v = _mm256_loadu_ps(acc.as_ptr());
+        v = _mm256_add_ps(
+            v,
+            _mm256_mul_ps(_mm256_mul_ps(dv, xd), _mm256_cvtepi32_ps(isum)),
         );
-        _mm256_storeu_ps(acc.as_mut_ptr(), _mm256_add_ps(v, p));
+        if let Some((dminv, msum)) = mins {
+            v = _mm256_sub_ps(
+                v,
+                _mm256_mul_ps(_mm256_mul_ps(dminv, xd), _mm256_cvtepi32_ps(msum)),
+            );
+        }
+        _mm256_storeu_ps(acc.as_mut_ptr(), v);
     }
 }
 

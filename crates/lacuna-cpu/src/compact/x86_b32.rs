@@ -230,7 +230,7 @@ unsafe fn body<B: Block32, const VNNI: bool>(
                     }
                     s
                 };
-                fold(acc, t * 8, dv, a.d[t * nblk + b], isum);
+                fold(acc, t * 8, dv, a.d[t * nblk + b], isum, None);
             }
         }
     }

@@ -16,7 +16,7 @@
 use std::arch::x86_64::*;
 
 use super::CompactQuant;
-use super::x86::{dword, f16x8, transpose8};
+use super::x86::{dword, f16x8, fold, transpose8};
 use crate::acts::Acts;
 
 /// Block b's integer scales of the eight rows (`bytes[r * stride]` each a 144-byte block),
@@ -145,18 +145,7 @@ unsafe fn mins_and_fold(
                 msum = _mm256_add_epi32(msum, _mm256_madd_epi16(m, _mm256_set1_epi32(pair)));
             }
             let isum = _mm256_loadu_si256(ints.as_ptr().add(t * 16).cast());
-            let xd = _mm256_set1_ps(a.d[t * nblk + b]);
-            let slot = acc.as_mut_ptr().add(t * 8);
-            let mut v = _mm256_loadu_ps(slot);
-            v = _mm256_add_ps(
-                v,
-                _mm256_mul_ps(_mm256_mul_ps(dv, xd), _mm256_cvtepi32_ps(isum)),
-            );
-            v = _mm256_sub_ps(
-                v,
-                _mm256_mul_ps(_mm256_mul_ps(dminv, xd), _mm256_cvtepi32_ps(msum)),
-            );
-            _mm256_storeu_ps(slot, v);
+            fold(acc, t * 8, dv, a.d[t * nblk + b], isum, Some((dminv, msum)));
         }
     }
 }

@@ -201,6 +201,7 @@ unsafe fn body<const VNNI: bool>(
                     dv,
                     a.d[t * nblk + b],
                     _mm256_sub_epi32(staged, bias),
+                    None,
                 );
             }
         }

@@ -166,6 +166,13 @@ pub(crate) struct Figures {
     /// recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) floor: Option<Floor>,
+    /// DiffusionGemma: the encoder's pass over the prompt, milliseconds (median over runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) prompt_pass_ms: Option<f64>,
+    /// DiffusionGemma: the encoder's commit pass over a finished canvas, milliseconds
+    /// (median; only where a run had more than one canvas).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) commit_pass_ms: Option<f64>,
 }
 
 /// The floor of one step: the larger of its weight bytes over the measured memory read

@@ -207,6 +207,10 @@ fn diffusion_report(f: &Finished) -> Value {
         "step_ms_median": out.timings.step_ms_median(),
         "total_s": out.timings.total_s,
     });
+    // DiffusionGemma: its encoder's passes (the prompt's, then each commit), apart from the steps.
+    if !out.timings.encode_ms.is_empty() {
+        v["encode_ms"] = json!(out.timings.encode_ms);
+    }
     // An infill length search: the length returned and every candidate's score.
     if let Some(search) = &out.infill {
         v["infill_length"] = json!(search.chosen().length);

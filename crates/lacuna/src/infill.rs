@@ -144,7 +144,7 @@ where
 {
     let mut candidates = Vec::with_capacity(search.candidates.len());
     let mut best: Option<(usize, Output)> = None;
-    let mut step_ms = Vec::new();
+    let (mut step_ms, mut encode_ms) = (Vec::new(), Vec::new());
     let mut stats = lacuna_sampler::Stats::default();
     for c in &search.candidates {
         let mut out = crate::run::run_one(&mut *denoiser, c, tokenizer, mask_id, start, |_| {})?;
@@ -178,6 +178,7 @@ where
             text: tokenizer.decode(fill)?,
         });
         step_ms.append(&mut out.timings.step_ms);
+        encode_ms.append(&mut out.timings.encode_ms);
         add_stats(&mut stats, &out.stats);
         let better = best
             .as_ref()
@@ -190,6 +191,7 @@ where
     stats.finish = out.stats.finish;
     out.stats = stats;
     out.timings.step_ms = step_ms;
+    out.timings.encode_ms = encode_ms;
     out.timings.prepare_s = prepared.prepare_s;
     let committed: Vec<usize> = (out.prompt_tokens.len()..out.canvas.len())
         .filter(|&p| out.canvas[p] != mask_id)

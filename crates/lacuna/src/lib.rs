@@ -45,6 +45,7 @@ mod request;
 mod run;
 pub mod settings;
 mod shared;
+mod timed;
 
 pub use batch::{BatchLimits, Histogram};
 pub use demo::{

@@ -163,8 +163,12 @@ impl GenerateRequest {
 pub struct Timings {
     /// Prompt preparation (chat template, tokenization, checks), seconds.
     pub prepare_s: f64,
-    /// Duration of each denoising step, milliseconds, in order.
+    /// Duration of each denoising step, milliseconds, in order (an encoder pass run before a
+    /// step is not in it: see `encode_ms`).
     pub step_ms: Vec<f64>,
+    /// Duration of each encoder pass, milliseconds, in order: DiffusionGemma's prompt pass,
+    /// then one commit pass per finished canvas but the last. Empty for the other models.
+    pub encode_ms: Vec<f64>,
     /// Everything from the call to its return, seconds.
     pub total_s: f64,
 }

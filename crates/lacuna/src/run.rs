@@ -2,6 +2,7 @@
 //! [`Engine`](crate::Engine) (the model itself) and [`SharedEngine`](crate::SharedEngine)
 //! (the model taken in turns) use.
 
+use std::cell::RefCell;
 use std::time::Instant;
 
 use lacuna_sampler::{
@@ -12,6 +13,7 @@ use lacuna_tokenizer::Tokenizer;
 use crate::Result;
 use crate::prepare::{Prepared, SamplerConfig};
 use crate::request::{Output, Timings};
+use crate::timed::Timed;
 
 /// Generates `prepared` with `denoiser`, calling `on_step` after every step; `start` is when
 /// the request arrived (for the total time). Sampler errors convert through `E`.
@@ -52,9 +54,20 @@ where
 {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(prepared.seed);
     let mut step_ms = Vec::with_capacity(prepared.steps);
+    let encode_ms = RefCell::new(Vec::new());
+    let mut denoiser = Timed {
+        inner: denoiser,
+        encode_ms: &encode_ms,
+    };
+    let denoiser = &mut denoiser;
     let mut last = Instant::now();
+    // The encoder passes since the last step are not the step's.
+    let mut encoded = 0;
     let mut step = |view: &StepView<'_>| {
-        step_ms.push(last.elapsed().as_secs_f64() * 1e3);
+        let passes = encode_ms.borrow();
+        let encoding: f64 = passes[encoded..].iter().sum();
+        encoded = passes.len();
+        step_ms.push((last.elapsed().as_secs_f64() * 1e3 - encoding).max(0.0));
         on_step(view);
         last = Instant::now();
     };
@@ -81,6 +94,7 @@ where
         timings: Timings {
             prepare_s: prepared.prepare_s,
             step_ms,
+            encode_ms: encode_ms.into_inner(),
             total_s: start.elapsed().as_secs_f64(),
         },
     })

@@ -43,6 +43,10 @@ fn demo_generates_and_streams_every_step() {
     let prompt_len = out.prompt_tokens.len();
     assert_eq!(views.len(), 8, "one callback per step");
     assert_eq!(out.timings.step_ms.len(), 8);
+    assert!(
+        out.timings.encode_ms.is_empty(),
+        "LLaDA has no encoder pass"
+    );
     assert_eq!(out.stats.steps, 8);
     assert_eq!(out.canvas.len(), prompt_len + 16);
     assert_eq!(

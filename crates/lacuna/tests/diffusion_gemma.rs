@@ -1,5 +1,5 @@
 //! DiffusionGemma through the library: a generation runs its encoder and decoder passes
-//! under the entropy-bound sampler, is reproducible per seed, equal on the shared engine
+//! under the entropy-bound sampler (the encoder's timed apart), is reproducible per seed, equal on the shared engine
 //! (the server's) interleaved with others, and every masked-diffusion setting is refused
 //! by name.
 
@@ -37,6 +37,18 @@ fn generation_runs_whole_canvases_and_is_reproducible() {
     );
     assert_eq!(a.stats.cache_fills, 1);
     assert_eq!(steps, a.stats.denoiser_calls);
+    // The encoder's passes are timed apart from the steps: the prompt's, then one commit.
+    assert_eq!(a.timings.encode_ms.len(), 2, "{:?}", a.timings);
+    assert_eq!(a.timings.step_ms.len(), steps);
+    assert!(a.timings.encode_ms.iter().all(|&ms| ms > 0.0));
+    let steps_s: f64 = a
+        .timings
+        .step_ms
+        .iter()
+        .chain(&a.timings.encode_ms)
+        .sum::<f64>()
+        / 1e3;
+    assert!(steps_s <= a.timings.total_s, "{:?}", a.timings);
     let b = engine.generate(&r, |_| {}).unwrap();
     assert_eq!(a.canvas, b.canvas);
     let c = engine

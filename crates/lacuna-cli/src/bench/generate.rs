@@ -136,6 +136,8 @@ pub(crate) fn run(
     let req = bench_request(&engine, &g)?;
     let dream_blocks = req.parallel.is_some();
     let mut step_ms = Vec::new();
+    // DiffusionGemma's encoder passes: each run's prompt pass, and its commit passes.
+    let (mut prompt_ms, mut commit_ms) = (Vec::new(), Vec::new());
     let mut totals = Vec::new();
     let mut startup_s = None;
     let mut forwards = 0;
@@ -153,6 +155,10 @@ pub(crate) fn run(
         }
         tracing::info!(run, total_s = out.timings.total_s, "run done");
         step_ms.extend_from_slice(&out.timings.step_ms);
+        if let Some((first, rest)) = out.timings.encode_ms.split_first() {
+            prompt_ms.push(*first);
+            commit_ms.extend_from_slice(rest);
+        }
         totals.push(out.timings.total_s);
     }
     let parts = engine.model().part_times();
@@ -269,6 +275,8 @@ pub(crate) fn run(
             "experts": experts,
             "dense_weights": super::common::layout_name(engine.model().cpu().map(|m| m.backend().dense_compact())),
             "floor": floor,
+            "prompt_pass_ms": (!prompt_ms.is_empty()).then(|| median(&prompt_ms)),
+            "commit_pass_ms": (!commit_ms.is_empty()).then(|| median(&commit_ms)),
         },
         "notes": g.notes,
     });

@@ -14,6 +14,7 @@ use crate::{Arch, Config, Error, Result};
 
 mod cache;
 mod gemma;
+pub(crate) use gemma::SC_CHUNK_ROWS;
 pub(crate) mod moe;
 mod pass;
 mod timer;

@@ -43,6 +43,24 @@ pub(crate) struct GemmaScratch<B: Backend> {
     moe: MoeScratch<B>,
 }
 
+/// Canvas rows whose self-conditioning probabilities are held at once (see `condition`).
+pub(crate) const SC_CHUNK_ROWS: usize = 64;
+
+#[cfg(test)]
+thread_local! {
+    /// Tests: another [`SC_CHUNK_ROWS`] for this thread's passes.
+    pub(crate) static SC_CHUNK_TEST: std::cell::Cell<Option<usize>> =
+        const { std::cell::Cell::new(None) };
+}
+
+/// [`SC_CHUNK_ROWS`], or a test's.
+fn sc_chunk_rows() -> usize {
+    #[cfg(test)]
+    if let Some(n) = SC_CHUNK_TEST.get() {
+        return n;
+    }
+    SC_CHUNK_ROWS
+}
 impl<B: Backend> Default for GemmaScratch<B> {
     fn default() -> Self {
         GemmaScratch {
@@ -105,18 +123,29 @@ impl<B: Backend> GemmaGraph<'_, B> {
         if let (Some(logits), Some(sc)) = (sc_logits, &self.gw.self_cond) {
             let nv = self.cfg.n_vocab;
             let (be, s) = (&mut *self.be, &mut *self.s);
-            be.ensure(&mut s.tmp, t * nv)?;
-            be.upload(logits, B::view_mut(&mut s.tmp, 0..t * nv))?;
-            be.softmax_rows(B::view_mut(&mut s.tmp, 0..t * nv), nv)?;
             be.ensure(&mut s.h1, n)?;
-            linear(
-                be,
-                &mut self.timer,
-                &sc.embd_t,
-                B::view(&s.tmp, 0..t * nv),
-                t,
-                B::view_mut(&mut s.h1, 0..n),
-            )?;
+            // The probabilities a chunk of rows at a time: each row's product is its own (the
+            // same bits in any chunk), and at 262k words a whole canvas's would hold 268 MB
+            // (and its 8-bit copy 67 MB) for a matrix re-read once more per chunk.
+            let chunk = sc_chunk_rows().min(t);
+            be.ensure(&mut s.tmp, chunk * nv)?;
+            for r0 in (0..t).step_by(chunk) {
+                let rows = chunk.min(t - r0);
+                let probs = rows * nv;
+                be.upload(
+                    &logits[r0 * nv..(r0 + rows) * nv],
+                    B::view_mut(&mut s.tmp, 0..probs),
+                )?;
+                be.softmax_rows(B::view_mut(&mut s.tmp, 0..probs), nv)?;
+                linear(
+                    be,
+                    &mut self.timer,
+                    &sc.embd_t,
+                    B::view(&s.tmp, 0..probs),
+                    rows,
+                    B::view_mut(&mut s.h1, r0 * d..(r0 + rows) * d),
+                )?;
+            }
             be.scale(B::view_mut(&mut s.h1, 0..n), (d as f32).sqrt())?;
             be.ensure(&mut s.xn, n)?;
             be.rms_norm(

@@ -1,5 +1,5 @@
-//! Routing helpers of the MoE block. (RoPE's pairing is tested with the kernel, in
-//! lacuna-cpu.)
+//! Routing helpers of the MoE block, and DiffusionGemma's self-conditioning in chunks of
+//! rows. (RoPE's pairing is tested with the kernel, in lacuna-cpu.)
 
 use proptest::strategy::Strategy;
 
@@ -172,4 +172,36 @@ fn routing_follows_build_moe_ffn() {
         &mut w,
     );
     assert_eq!(sel, [4, 5]);
+}
+
+/// The self-conditioning product runs a chunk of canvas rows at a time: the decoder's logits
+/// are the same bits whatever the chunk (here 64 + 36 rows, 7 x 13 + 9, and all 100 at once).
+#[test]
+fn self_conditioning_chunks_give_the_same_bits() {
+    use crate::fixture::{FixtureSpec, QuantMix, Shape, build};
+    use crate::{Arch, CpuBackend, KvCache, Model};
+    let spec = FixtureSpec::new(Arch::DiffusionGemma, Shape::Tiny, 2, QuantMix::Q8_0);
+    let file = lacuna_gguf::GgufFile::from_vec(build(&spec).unwrap().to_vec().unwrap()).unwrap();
+    let mut m = Model::load(file, CpuBackend::new()).unwrap();
+    let v = m.vocab_size();
+    let prompt: Vec<u32> = (0..20).map(|i| (i * 37 + 5) % v as u32).collect();
+    let canvas: Vec<u32> = (0..100).map(|i| (i * 91 + 11) % v as u32).collect();
+    let mut cache = KvCache::new();
+    m.gemma_encode(&mut cache, &prompt, None).unwrap();
+    let mut first = vec![0.0; canvas.len() * v];
+    m.gemma_decode(&mut cache, &canvas, None, &mut first)
+        .unwrap();
+    let sc: Vec<f32> = first.iter().map(|x| x / 0.8).collect();
+    let mut runs = Vec::new();
+    for chunk in [None, Some(13), Some(1000)] {
+        super::gemma::SC_CHUNK_TEST.set(chunk);
+        let mut out = vec![0.0; canvas.len() * v];
+        m.gemma_decode(&mut cache, &canvas, Some(&sc), &mut out)
+            .unwrap();
+        runs.push(out);
+    }
+    super::gemma::SC_CHUNK_TEST.set(None);
+    assert_ne!(runs[0], first, "self-conditioning changed nothing");
+    assert_eq!(runs[0], runs[2], "64-row chunks against one pass");
+    assert_eq!(runs[1], runs[2], "13-row chunks against one pass");
 }

@@ -348,14 +348,16 @@ fn transposed_type(table: GgmlType, n_vocab: usize) -> GgmlType {
 
 /// Bytes a `diffusion-gemma` model holds beside its file's matrices (see
 /// [`crate::WeightPlan::other_bytes`]): the transposed embedding when the file has the
-/// self-conditioning block, and a decode step's two canvas × vocabulary f32 buffers (the
-/// sampler's logits, the backend's probabilities). 0 for other architectures.
+/// self-conditioning block, and a decode step's f32 buffers over the vocabulary: the
+/// sampler's logits of the canvas, the backend's probabilities of a chunk of its rows
+/// (`SC_CHUNK_ROWS`). 0 for other architectures.
 pub(crate) fn extra_bytes(cfg: &Config, file: &lacuna_gguf::GgufFile) -> u64 {
     let Some(g) = &cfg.gemma else {
         return 0;
     };
     let (d, nv) = (cfg.n_embd as u64, cfg.n_vocab as u64);
-    let buffers = 2 * g.canvas_length as u64 * nv * 4;
+    let chunk = crate::model::SC_CHUNK_ROWS.min(g.canvas_length) as u64;
+    let buffers = (g.canvas_length as u64 + chunk) * nv * 4;
     let table = file
         .tensors()
         .iter()
@@ -381,7 +383,8 @@ mod tests {
     use crate::fixture::{FixtureSpec, QuantMix, Shape, build};
 
     /// What `--weights auto` counts beside the matrices: the transposed table (Q8_0 from a
-    /// quantized table) and two canvas × vocabulary f32 buffers; nothing for other models.
+    /// quantized table), the canvas's logits and a chunk's probabilities (the tiny canvas,
+    /// 32 rows, is one chunk); nothing for other models.
     #[test]
     fn extra_bytes_count_the_transposed_table_and_the_canvas_buffers() {
         let file = |arch| {

@@ -61,6 +61,7 @@ fn sc_chunk_rows() -> usize {
     }
     SC_CHUNK_ROWS
 }
+
 impl<B: Backend> Default for GemmaScratch<B> {
     fn default() -> Self {
         GemmaScratch {

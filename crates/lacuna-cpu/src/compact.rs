@@ -41,7 +41,36 @@ pub(crate) struct CompactQuant {
     pub(crate) kind: QuantKind,
     pub(crate) k: usize,
     pub(crate) row_bytes: usize,
-    pub(crate) bytes: Vec<u8>,
+    pub(crate) bytes: Bytes,
+}
+
+/// A compact matrix's bytes: its own copy, or bytes held in place elsewhere (a model file's
+/// memory map, kept alive by the handle), read the same way.
+#[derive(Clone)]
+pub(crate) enum Bytes {
+    Owned(Vec<u8>),
+    Shared(std::sync::Arc<dyn AsRef<[u8]> + Send + Sync>),
+}
+
+impl std::ops::Deref for Bytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match self {
+            Bytes::Owned(v) => v,
+            Bytes::Shared(s) => (**s).as_ref(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Bytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let how = match self {
+            Bytes::Owned(_) => "owned",
+            Bytes::Shared(_) => "shared",
+        };
+        write!(f, "Bytes({how}, {} bytes)", self.len())
+    }
 }
 
 impl CompactQuant {

@@ -46,7 +46,7 @@ use crate::{Error, Path};
 
 use crate::acts::{ActKind, FloatRound};
 use crate::blocks::{QuantKind, decode};
-use crate::compact::CompactQuant;
+use crate::compact::{Bytes, CompactQuant};
 
 /// Rows per panel.
 pub(crate) const PANEL: usize = 16;
@@ -244,7 +244,7 @@ impl PackedWeight {
             k,
             kind,
             row_bytes,
-            par_copy(bytes),
+            Bytes::Owned(par_copy(bytes)),
         ))
     }
 
@@ -258,7 +258,35 @@ impl PackedWeight {
         bytes: Vec<u8>,
     ) -> Result<PackedWeight, Error> {
         let (kind, row_bytes) = Self::compact_check(ty, n, k, &bytes)?;
-        Ok(Self::compact_checked(ty, n, k, kind, row_bytes, bytes))
+        Ok(Self::compact_checked(
+            ty,
+            n,
+            k,
+            kind,
+            row_bytes,
+            Bytes::Owned(bytes),
+        ))
+    }
+
+    /// [`PackedWeight::compact`] over bytes held elsewhere for as long as the weight lives
+    /// (a model file's memory map, through a handle on it): read in place, never copied, so
+    /// loading costs nothing and the OS may drop and re-read the pages under memory
+    /// pressure.
+    pub fn compact_shared(
+        ty: GgmlType,
+        n: usize,
+        k: usize,
+        bytes: std::sync::Arc<dyn AsRef<[u8]> + Send + Sync>,
+    ) -> Result<PackedWeight, Error> {
+        let (kind, row_bytes) = Self::compact_check(ty, n, k, (*bytes).as_ref())?;
+        Ok(Self::compact_checked(
+            ty,
+            n,
+            k,
+            kind,
+            row_bytes,
+            Bytes::Shared(bytes),
+        ))
     }
 
     fn compact_checked(
@@ -267,7 +295,7 @@ impl PackedWeight {
         k: usize,
         kind: QuantKind,
         row_bytes: usize,
-        bytes: Vec<u8>,
+        bytes: Bytes,
     ) -> PackedWeight {
         let inner = Inner::Compact(CompactQuant {
             kind,

@@ -1,7 +1,9 @@
 //! [`GgufFile`]: a parsed header plus the file's bytes, memory-mapped or owned.
 
 use std::fs::File;
+use std::ops::Range;
 use std::path::Path;
+use std::sync::Arc;
 
 use memmap2::{Mmap, UncheckedAdvice};
 
@@ -25,11 +27,48 @@ impl Storage {
     }
 }
 
+impl AsRef<[u8]> for Storage {
+    fn as_ref(&self) -> &[u8] {
+        self.bytes()
+    }
+}
+
+/// Bytes of a [`GgufFile`] that outlive it: a handle on the file's storage (the memory map,
+/// or the owned bytes) and the range of them meant. Deref gives the bytes.
+#[derive(Clone)]
+pub struct SharedBytes {
+    owner: Arc<dyn AsRef<[u8]> + Send + Sync>,
+    range: Range<usize>,
+}
+
+impl std::ops::Deref for SharedBytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        // The range was checked against the storage when the handle was made.
+        &(*self.owner).as_ref()[self.range.clone()]
+    }
+}
+
+impl AsRef<[u8]> for SharedBytes {
+    fn as_ref(&self) -> &[u8] {
+        self
+    }
+}
+
+impl std::fmt::Debug for SharedBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedBytes")
+            .field("range", &self.range)
+            .finish_non_exhaustive()
+    }
+}
+
 /// A validated GGUF file: header, metadata and tensor table parsed at open time, tensor
 /// data borrowed from the mapping without copying.
 #[derive(Debug)]
 pub struct GgufFile {
-    storage: Storage,
+    storage: Arc<Storage>,
     header: Header,
 }
 
@@ -60,7 +99,7 @@ impl GgufFile {
         let map = unsafe { Mmap::map(&file) }.map_err(io)?;
         let header = Header::parse(&map)?;
         Ok(Self {
-            storage: Storage::Mmap(map),
+            storage: Arc::new(Storage::Mmap(map)),
             header,
         })
     }
@@ -72,7 +111,7 @@ impl GgufFile {
         let mut words = vec![0u64; len.div_ceil(8)];
         bytemuck::cast_slice_mut::<u64, u8>(&mut words)[..len].copy_from_slice(&bytes);
         Ok(Self {
-            storage: Storage::Owned { words, len },
+            storage: Arc::new(Storage::Owned { words, len }),
             header,
         })
     }
@@ -84,7 +123,7 @@ impl GgufFile {
     /// file. A hint only: nothing happens for owned storage, for a slice from elsewhere, or
     /// when the OS declines.
     pub fn release(&self, data: &[u8]) {
-        let Storage::Mmap(map) = &self.storage else {
+        let Storage::Mmap(map) = &*self.storage else {
             return;
         };
         let base = map.as_ptr() as usize;
@@ -100,6 +139,35 @@ impl GgufFile {
         let _ = unsafe {
             map.unchecked_advise_range(UncheckedAdvice::DontNeed, start - base, data.len())
         };
+    }
+
+    /// `data`, a slice of this file (a tensor's bytes from [`GgufFile::info_data`]), as
+    /// [`SharedBytes`] that keep the file's storage alive: a backend can hold a tensor in
+    /// place instead of copying it. `None` for a slice from elsewhere.
+    pub fn share(&self, data: &[u8]) -> Option<SharedBytes> {
+        let all = self.storage.bytes();
+        let base = all.as_ptr() as usize;
+        let start = (data.as_ptr() as usize).checked_sub(base)?;
+        let range = start..start.checked_add(data.len())?;
+        (range.end <= all.len()).then(|| SharedBytes {
+            owner: self.storage.clone(),
+            range,
+        })
+    }
+
+    /// Asks the OS to read `data`, a slice of this file, into the page cache ahead of its
+    /// use (a hint; nothing happens for owned bytes or a slice from elsewhere): a tensor
+    /// held in place is then read in the background instead of page by page at first use.
+    pub fn prefetch(&self, data: &[u8]) {
+        let Storage::Mmap(map) = &*self.storage else {
+            return;
+        };
+        let base = map.as_ptr() as usize;
+        let start = data.as_ptr() as usize;
+        if data.is_empty() || start < base || start + data.len() > base + map.len() {
+            return;
+        }
+        let _ = map.advise_range(memmap2::Advice::WillNeed, start - base, data.len());
     }
 
     /// The whole file's bytes.

@@ -25,7 +25,7 @@ mod value;
 mod writer;
 
 pub use error::{Error, Result};
-pub use file::GgufFile;
+pub use file::{GgufFile, SharedBytes};
 pub use header::{Header, TensorInfo};
 pub use lacuna_quant::GgmlType;
 pub use metadata::{FromValue, Metadata};

@@ -22,6 +22,7 @@
 
 use std::ops::Range;
 
+use lacuna_gguf::SharedBytes;
 use lacuna_quant::GgmlType;
 
 use crate::{Config, Result, RopeStyle};
@@ -159,6 +160,32 @@ pub trait Backend {
         bytes: Vec<u8>,
     ) -> Result<Self::Weight> {
         self.prepare_weight(ty, n, k, &bytes)
+    }
+
+    /// [`Backend::prepare_weight`] over a tensor of the model file, with a handle that keeps
+    /// the file's bytes alive: a backend may hold them in place instead of copying them
+    /// (the CPU backend's compact layout: loading then costs nothing). Returns the weight
+    /// and whether it holds the file's bytes in place, in which case the caller leaves the
+    /// file's pages mapped. The default prepares from a borrow.
+    fn prepare_weight_in_file(
+        &self,
+        ty: GgmlType,
+        n: usize,
+        k: usize,
+        bytes: &SharedBytes,
+    ) -> Result<(Self::Weight, bool)> {
+        Ok((self.prepare_weight(ty, n, k, bytes)?, false))
+    }
+
+    /// [`Backend::prepare_weight_in_file`] for one expert ([`Backend::prepare_expert`]).
+    fn prepare_expert_in_file(
+        &self,
+        ty: GgmlType,
+        n: usize,
+        k: usize,
+        bytes: &SharedBytes,
+    ) -> Result<(Self::Weight, bool)> {
+        Ok((self.prepare_expert(ty, n, k, bytes)?, false))
     }
 
     /// A prepared weight's bytes on the host when they are the file's rows unchanged (a

@@ -7,8 +7,10 @@
 
 use std::borrow::Cow;
 use std::ops::Range;
+use std::sync::Arc;
 
 use lacuna_cpu::{Mask, PackedWeight, RopeMode, Workspace};
+use lacuna_gguf::SharedBytes;
 use lacuna_quant::GgmlType;
 
 use crate::backend::{AttnShape, Backend, RopeParams, WeightPlan};
@@ -92,8 +94,15 @@ impl CpuBackend {
         }
     }
 
-    /// Compact when asked for (`Auto` only where the type has a vectorised compact kernel)
-    /// and the type allows it, else repacked.
+    /// Whether a matrix of `ty` goes compact: asked for (`compact`; under `Auto` only where
+    /// the type has a vectorised compact kernel) and allowed by the type.
+    fn keeps_compact(&self, compact: bool, ty: GgmlType) -> bool {
+        compact
+            && PackedWeight::compact_supports(ty)
+            && (self.layout == WeightLayout::Compact || PackedWeight::compact_is_fast(ty))
+    }
+
+    /// Compact when [`CpuBackend::keeps_compact`] says, else repacked.
     fn prepare(
         &self,
         compact: bool,
@@ -102,14 +111,31 @@ impl CpuBackend {
         k: usize,
         bytes: Cow<'_, [u8]>,
     ) -> Result<PackedWeight> {
-        let compact = compact
-            && PackedWeight::compact_supports(ty)
-            && (self.layout == WeightLayout::Compact || PackedWeight::compact_is_fast(ty));
+        let compact = self.keeps_compact(compact, ty);
         Ok(match bytes {
             Cow::Owned(v) if compact => PackedWeight::compact_owned(ty, n, k, v)?,
             b if compact => PackedWeight::compact(ty, n, k, &b)?,
             b => PackedWeight::new(ty, n, k, &b)?,
         })
+    }
+
+    /// [`CpuBackend::prepare`] over a tensor of the file: a compact matrix holds the file's
+    /// bytes in place (no copy: the pages are read at first use, or ahead of it), and says
+    /// so.
+    fn prepare_in_file(
+        &self,
+        compact: bool,
+        ty: GgmlType,
+        n: usize,
+        k: usize,
+        bytes: &SharedBytes,
+    ) -> Result<(PackedWeight, bool)> {
+        if self.keeps_compact(compact, ty) {
+            let held: Arc<dyn AsRef<[u8]> + Send + Sync> = Arc::new(bytes.clone());
+            Ok((PackedWeight::compact_shared(ty, n, k, held)?, true))
+        } else {
+            Ok((PackedWeight::new(ty, n, k, bytes)?, false))
+        }
     }
 }
 
@@ -206,6 +232,26 @@ impl Backend for CpuBackend {
         bytes: Vec<u8>,
     ) -> Result<PackedWeight> {
         self.prepare(self.dense_compact(), ty, n, k, Cow::Owned(bytes))
+    }
+
+    fn prepare_weight_in_file(
+        &self,
+        ty: GgmlType,
+        n: usize,
+        k: usize,
+        bytes: &SharedBytes,
+    ) -> Result<(PackedWeight, bool)> {
+        self.prepare_in_file(self.dense_compact(), ty, n, k, bytes)
+    }
+
+    fn prepare_expert_in_file(
+        &self,
+        ty: GgmlType,
+        n: usize,
+        k: usize,
+        bytes: &SharedBytes,
+    ) -> Result<(PackedWeight, bool)> {
+        self.prepare_in_file(self.experts_compact(), ty, n, k, bytes)
     }
 
     fn file_layout_bytes(w: &PackedWeight) -> Option<&[u8]> {

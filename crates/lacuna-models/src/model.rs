@@ -44,6 +44,8 @@ pub struct Model<B: Backend = CpuBackend> {
     profiling: bool,
     /// See [`Model::weight_bytes`].
     weight_bytes: usize,
+    /// Of `weight_bytes`, those read in place from the file's pages.
+    weight_bytes_in_file: usize,
     /// `diffusion-gemma`'s activation buffers.
     gemma_scratch: gemma::GemmaScratch<B>,
 }
@@ -103,6 +105,7 @@ impl<B: Backend> Model<B> {
             file: &file,
             backend: &backend,
             prepared: Default::default(),
+            in_place: Default::default(),
         };
         let embd = loader
             .checked("token_embd.weight", &[config.n_embd, config.n_vocab])?
@@ -116,6 +119,7 @@ impl<B: Backend> Model<B> {
         }
         let weights = loader.load(&config)?;
         let weight_bytes = loader.prepared.get();
+        let weight_bytes_in_file = loader.in_place.get();
         let embd_table = backend.prepare_table(
             embd.ty,
             config.n_vocab,
@@ -134,6 +138,7 @@ impl<B: Backend> Model<B> {
             times: PartTimes::default(),
             profiling: false,
             weight_bytes,
+            weight_bytes_in_file,
             gemma_scratch: gemma::GemmaScratch::default(),
         })
     }
@@ -141,19 +146,21 @@ impl<B: Backend> Model<B> {
     /// The embedding table's bytes: the LM head's when the head is the tied `token_embd`
     /// held in the file's layout (the same rows: reading them there keeps the file's pages
     /// of the table, released after the head copied them, from coming back with every
-    /// token looked up), else the file's. Passes release the file's pages after each
-    /// lookup: each token faults in its neighbours too, and a canvas of uniform noise
-    /// (DiffusionGemma) otherwise gathered most of a 0.6 GB table within a few steps.
+    /// token looked up), else the file's; and whether they are the head's. Passes release
+    /// the file's pages after each lookup: each token faults in its neighbours too, and a
+    /// canvas of uniform noise (DiffusionGemma) otherwise gathered most of a 0.6 GB table
+    /// within a few steps. Not the head's: a head held in the file's pages in place
+    /// ([`Backend::prepare_weight_in_file`]) would lose them before every step.
     fn table_bytes<'a>(
         file: &'a GgufFile,
         embd: &TensorInfo,
         tied: bool,
         weights: &'a Weights<B>,
-    ) -> &'a [u8] {
+    ) -> (&'a [u8], bool) {
         let in_file = file.info_data(embd);
         match B::file_layout_bytes(&weights.output.w) {
-            Some(head) if tied && head.len() == in_file.len() => head,
-            _ => in_file,
+            Some(head) if tied && head.len() == in_file.len() => (head, true),
+            _ => (in_file, false),
         }
     }
 
@@ -161,6 +168,12 @@ impl<B: Backend> Model<B> {
     /// embedding aside (it is read from the file by row).
     pub fn weight_bytes(&self) -> usize {
         self.weight_bytes
+    }
+
+    /// Of [`Model::weight_bytes`], the bytes read in place from the file (compact matrices
+    /// on the CPU: nothing copied at load, the pages read at first use or ahead of it).
+    pub fn weight_bytes_in_file(&self) -> usize {
+        self.weight_bytes_in_file
     }
 
     /// The block length of the architecture's own block-causal attention (LLaDA2:
@@ -355,7 +368,8 @@ impl<B: Backend> Model<B> {
                 arch: self.config.arch,
             });
         };
-        let table_bytes = Self::table_bytes(&self.file, &self.embd, self.tied, &self.weights);
+        let (table_bytes, heads) =
+            Self::table_bytes(&self.file, &self.embd, self.tied, &self.weights);
         let timer = Timer::new(&mut self.backend, self.profiling)?;
         let mut graph = gemma::GemmaGraph {
             cfg: &self.config,
@@ -367,7 +381,9 @@ impl<B: Backend> Model<B> {
             timer,
         };
         let embedded = graph.embed(&self.embd_table, table_bytes, tokens);
-        self.file.release(table_bytes);
+        if !heads {
+            self.file.release(table_bytes);
+        }
         let done = embedded.and_then(|()| f(&mut graph));
         graph.timer.finish(&mut self.times);
         done
@@ -691,7 +707,8 @@ impl<B: Backend> Model<B> {
         if segs.is_empty() {
             return Ok(results);
         }
-        let table_bytes = Self::table_bytes(&self.file, &self.embd, self.tied, &self.weights);
+        let (table_bytes, heads) =
+            Self::table_bytes(&self.file, &self.embd, self.tied, &self.weights);
         let timer = Timer::new(be, self.profiling)?;
         let mut graph = Graph {
             cfg,
@@ -701,7 +718,9 @@ impl<B: Backend> Model<B> {
             timer,
         };
         let embedded = graph.embed(&self.embd_table, table_bytes, &tokens);
-        self.file.release(table_bytes);
+        if !heads {
+            self.file.release(table_bytes);
+        }
         embedded?;
         graph.run(&segs, &mut caches, &mut outs)?;
         graph.timer.finish(&mut self.times);

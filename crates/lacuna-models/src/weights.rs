@@ -123,6 +123,8 @@ pub(crate) struct Loader<'a, B: Backend> {
     pub(crate) backend: &'a B,
     /// Bytes the backend holds for the matrices prepared so far.
     pub(crate) prepared: std::cell::Cell<usize>,
+    /// Of those, the bytes it reads in place from the file (not copied).
+    pub(crate) in_place: std::cell::Cell<usize>,
 }
 
 impl<B: Backend> Loader<'_, B> {
@@ -187,9 +189,8 @@ impl<B: Backend> Loader<'_, B> {
     fn matrix(&self, name: &str, k: usize, n: usize) -> Result<(B::Weight, MatCost)> {
         let info = self.checked(name, &[k, n])?;
         let data = self.file.info_data(info);
-        let w = self.prepare(name, info, data, k, n)?;
-        // The backend holds its own copy now: let the OS drop the file's pages of it.
-        self.file.release(data);
+        let (w, in_place) = self.prepare(name, info, data, k, n)?;
+        self.after_prepare(data, in_place);
         let cost = MatCost {
             n,
             k,
@@ -206,14 +207,58 @@ impl<B: Backend> Loader<'_, B> {
         bytes: &[u8],
         k: usize,
         n: usize,
-    ) -> Result<B::Weight> {
-        let w = self
-            .backend
-            .prepare_weight(info.ty, n, k, bytes)
-            .map_err(|e| self.type_error(name, info, e))?;
-        self.prepared
-            .set(self.prepared.get() + self.backend.weight_bytes(&w));
-        Ok(w)
+    ) -> Result<(B::Weight, bool)> {
+        let (w, in_place) = match self.file.share(bytes) {
+            Some(shared) => self.backend.prepare_weight_in_file(info.ty, n, k, &shared),
+            None => self
+                .backend
+                .prepare_weight(info.ty, n, k, bytes)
+                .map(|w| (w, false)),
+        }
+        .map_err(|e| self.type_error(name, info, e))?;
+        self.count(&w, in_place);
+        Ok((w, in_place))
+    }
+
+    /// One expert's matrix from `bytes` (a slice of tensor `name`), prepared by the backend,
+    /// and whether it holds the file's bytes in place.
+    pub(crate) fn expert(
+        &self,
+        name: &str,
+        info: &TensorInfo,
+        bytes: &[u8],
+        n: usize,
+        k: usize,
+    ) -> Result<(B::Weight, bool)> {
+        let (w, in_place) = match self.file.share(bytes) {
+            Some(shared) => self.backend.prepare_expert_in_file(info.ty, n, k, &shared),
+            None => self
+                .backend
+                .prepare_expert(info.ty, n, k, bytes)
+                .map(|w| (w, false)),
+        }
+        .map_err(|e| self.type_error(name, info, e))?;
+        self.count(&w, in_place);
+        Ok((w, in_place))
+    }
+
+    /// Adds a prepared weight to the bytes held (and held in place).
+    fn count(&self, w: &B::Weight, in_place: bool) {
+        let bytes = self.backend.weight_bytes(w);
+        self.prepared.set(self.prepared.get() + bytes);
+        if in_place {
+            self.in_place.set(self.in_place.get() + bytes);
+        }
+    }
+
+    /// After a tensor's `data` was prepared: a backend holding its own copy lets the OS drop
+    /// the file's pages of it; one holding them in place (`in_place`) has them read ahead.
+    pub(crate) fn after_prepare(&self, data: &[u8], in_place: bool) {
+        if in_place {
+            self.file.prefetch(data);
+        } else {
+            self.file.release(data);
+        }
     }
 
     /// An unsupported weight type as the typed error naming the tensor.
@@ -239,18 +284,15 @@ impl<B: Backend> Loader<'_, B> {
         let info = self.checked(name, &[k, n, n_expert])?;
         let data = self.file.info_data(info);
         let per = data.len() / n_expert;
+        let mut in_place = false;
         let experts: Result<Vec<B::Weight>> = (0..n_expert)
             .map(|e| {
-                let w = self
-                    .backend
-                    .prepare_expert(info.ty, n, k, &data[e * per..(e + 1) * per])
-                    .map_err(|err| self.type_error(name, info, err))?;
-                self.prepared
-                    .set(self.prepared.get() + self.backend.weight_bytes(&w));
+                let (w, held) = self.expert(name, info, &data[e * per..(e + 1) * per], n, k)?;
+                in_place |= held;
                 Ok(w)
             })
             .collect();
-        self.file.release(data);
+        self.after_prepare(data, in_place);
         let experts = experts?;
         let cost = MatCost {
             n,

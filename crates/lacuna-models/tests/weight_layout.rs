@@ -128,3 +128,37 @@ fn diffusion_gemma_compact_gives_the_repacked_logits_bit_for_bit() {
         }
     }
 }
+
+/// Compact matrices, experts included, are read in place from the file's bytes (a memory
+/// map for a file on disk, or the owned bytes), none copied; repacked ones are all copies. Mapped or owned,
+/// the logits are the same bits.
+#[test]
+fn compact_weights_are_read_in_place_from_the_file() {
+    let spec = FixtureSpec::new(Arch::LladaMoe, Shape::Tiny, 2, QuantMix::Q4KM);
+    let bytes = build(&spec).unwrap().to_vec().unwrap();
+    let path = std::env::temp_dir().join(format!("lacuna-in-place-{}.gguf", std::process::id()));
+    std::fs::write(&path, &bytes).unwrap();
+    let mut mapped = Model::load(
+        GgufFile::open(&path).unwrap(),
+        CpuBackend::with_layout(WeightLayout::Compact),
+    )
+    .unwrap();
+    let mut owned = load(Arch::LladaMoe, QuantMix::Q4KM, WeightLayout::Compact);
+    let fast = load(Arch::LladaMoe, QuantMix::Q4KM, WeightLayout::Fast);
+    for m in [&mapped, &owned] {
+        // All but the F32 routers, which have no compact form (2 x 256 x 16 floats).
+        assert_eq!(
+            m.weight_bytes() - m.weight_bytes_in_file(),
+            2 * 256 * 16 * 4
+        );
+    }
+    assert_eq!(fast.weight_bytes_in_file(), 0);
+    let dense = load(Arch::Llada, QuantMix::Q4KM, WeightLayout::Compact);
+    assert_eq!(dense.weight_bytes_in_file(), dense.weight_bytes());
+    for n in [40, 130] {
+        let (want, got) = (logits(&mut owned, n), logits(&mut mapped, n));
+        same_bits(&want, &got, &format!("mapped, {n} tokens"));
+    }
+    drop(mapped);
+    std::fs::remove_file(&path).unwrap();
+}

@@ -17,8 +17,8 @@ fn run(path: Path, w: &PackedWeight, x: &[f32], t: usize) -> Vec<u32> {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(24))]
 
-    /// The compact layout gives the repacked layout's bits, for every type it takes, on
-    /// every path, over random shapes (ragged panels; few tokens on the compact kernels,
+    /// The compact layout, copied or held in place, gives the repacked layout's bits, for
+    /// every type it takes, on every path, over random shapes (ragged panels; few tokens on the compact kernels,
     /// both sides of the 32-token switch to decoded panels, and many) and data.
     #[test]
     fn compact_matches_repacked_bitwise(
@@ -39,6 +39,11 @@ proptest! {
             for path in Path::available() {
                 prop_assert_eq!(&run(path, &compact, &x, t), &want, "{:?} on {}", ty, path);
             }
+            // Held in place (a file's bytes behind a handle): the same bytes, the same bits.
+            let shared =
+                PackedWeight::compact_shared(ty, n, k, std::sync::Arc::new(bytes.clone())).unwrap();
+            prop_assert_eq!(shared.file_bytes(), Some(&bytes[..]));
+            prop_assert_eq!(&run(Path::best(), &shared, &x, t), &want, "{:?} shared", ty);
         }
     }
 }
@@ -57,6 +62,8 @@ fn compact_refuses_offset_and_float_types_and_bad_sizes() {
     }
     assert!(PackedWeight::compact(GgmlType::Q4_K, 2, 256, &[0; 144]).is_err());
     assert!(PackedWeight::compact(GgmlType::Q4_K, 2, 200, &[0; 288]).is_err());
+    let short = std::sync::Arc::new(vec![0u8; 144]);
+    assert!(PackedWeight::compact_shared(GgmlType::Q4_K, 2, 256, short).is_err());
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         for ty in [

@@ -116,19 +116,17 @@ impl<B: Backend> Loader<'_, B> {
         let per = data.len() / ne;
         let half = per / 2;
         let mut halves: [(Vec<B::Weight>, MatCost); 2] = Default::default();
+        let mut in_place = false;
         for e in 0..ne {
             let expert = &data[e * per..(e + 1) * per];
             for (h, (ws, _)) in halves.iter_mut().enumerate() {
-                let w = self
-                    .backend
-                    .prepare_expert(info.ty, ff, d, &expert[h * half..(h + 1) * half])
-                    .map_err(|err| self.type_error(&fused, info, err))?;
-                self.prepared
-                    .set(self.prepared.get() + self.backend.weight_bytes(&w));
+                let bytes = &expert[h * half..(h + 1) * half];
+                let (w, held) = self.expert(&fused, info, bytes, ff, d)?;
+                in_place |= held;
                 ws.push(w);
             }
         }
-        self.file.release(data);
+        self.after_prepare(data, in_place);
         for (ws, cost) in &mut halves {
             *cost = MatCost {
                 n: ff,

@@ -123,22 +123,25 @@ impl GgufFile {
     /// file. A hint only: nothing happens for owned storage, for a slice from elsewhere, or
     /// when the OS declines.
     pub fn release(&self, data: &[u8]) {
-        let Storage::Mmap(map) = &*self.storage else {
+        let Some((map, at)) = self.mapped(data) else {
             return;
         };
-        let base = map.as_ptr() as usize;
-        let start = data.as_ptr() as usize;
-        if data.is_empty() || start < base || start + data.len() > base + map.len() {
-            return;
-        }
         // SAFETY: MADV_DONTNEED on this read-only, shared, file-backed mapping only
         // discards page-table entries: a later access faults the same bytes back in from
         // the file (the page cache), so every `&[u8]` into the map stays valid and
         // unchanged. (It would zero memory only for private anonymous or written pages,
         // which this mapping never has.)
-        let _ = unsafe {
-            map.unchecked_advise_range(UncheckedAdvice::DontNeed, start - base, data.len())
+        let _ = unsafe { map.unchecked_advise_range(UncheckedAdvice::DontNeed, at, data.len()) };
+    }
+
+    /// The memory map and `data`'s offset in it, when `data` is a non-empty slice of this
+    /// file's map (not of owned bytes, not from elsewhere).
+    fn mapped(&self, data: &[u8]) -> Option<(&Mmap, usize)> {
+        let Storage::Mmap(map) = &*self.storage else {
+            return None;
         };
+        let at = (data.as_ptr() as usize).checked_sub(map.as_ptr() as usize)?;
+        (!data.is_empty() && at + data.len() <= map.len()).then_some((map, at))
     }
 
     /// `data`, a slice of this file (a tensor's bytes from [`GgufFile::info_data`]), as
@@ -159,15 +162,9 @@ impl GgufFile {
     /// use (a hint; nothing happens for owned bytes or a slice from elsewhere): a tensor
     /// held in place is then read in the background instead of page by page at first use.
     pub fn prefetch(&self, data: &[u8]) {
-        let Storage::Mmap(map) = &*self.storage else {
-            return;
-        };
-        let base = map.as_ptr() as usize;
-        let start = data.as_ptr() as usize;
-        if data.is_empty() || start < base || start + data.len() > base + map.len() {
-            return;
+        if let Some((map, at)) = self.mapped(data) {
+            let _ = map.advise_range(memmap2::Advice::WillNeed, at, data.len());
         }
-        let _ = map.advise_range(memmap2::Advice::WillNeed, start - base, data.len());
     }
 
     /// The whole file's bytes.

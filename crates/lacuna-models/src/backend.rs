@@ -162,30 +162,26 @@ pub trait Backend {
         self.prepare_weight(ty, n, k, &bytes)
     }
 
-    /// [`Backend::prepare_weight`] over a tensor of the model file, with a handle that keeps
-    /// the file's bytes alive: a backend may hold them in place instead of copying them
-    /// (the CPU backend's compact layout: loading then costs nothing). Returns the weight
-    /// and whether it holds the file's bytes in place, in which case the caller leaves the
-    /// file's pages mapped. The default prepares from a borrow.
-    fn prepare_weight_in_file(
+    /// [`Backend::prepare_weight`] (or, for one expert, [`Backend::prepare_expert`]) over a
+    /// tensor of the model file, with a handle that keeps the file's bytes alive: a backend
+    /// may hold them in place instead of copying them (the CPU backend's compact layout:
+    /// loading then costs nothing). Returns the weight and whether it holds the file's
+    /// bytes in place, in which case the caller leaves the file's pages mapped. The default
+    /// prepares from a borrow.
+    fn prepare_in_file(
         &self,
+        expert: bool,
         ty: GgmlType,
         n: usize,
         k: usize,
         bytes: &SharedBytes,
     ) -> Result<(Self::Weight, bool)> {
-        Ok((self.prepare_weight(ty, n, k, bytes)?, false))
-    }
-
-    /// [`Backend::prepare_weight_in_file`] for one expert ([`Backend::prepare_expert`]).
-    fn prepare_expert_in_file(
-        &self,
-        ty: GgmlType,
-        n: usize,
-        k: usize,
-        bytes: &SharedBytes,
-    ) -> Result<(Self::Weight, bool)> {
-        Ok((self.prepare_expert(ty, n, k, bytes)?, false))
+        let w = if expert {
+            self.prepare_expert(ty, n, k, bytes)?
+        } else {
+            self.prepare_weight(ty, n, k, bytes)?
+        };
+        Ok((w, false))
     }
 
     /// A prepared weight's bytes on the host when they are the file's rows unchanged (a

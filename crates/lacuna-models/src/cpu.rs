@@ -118,25 +118,6 @@ impl CpuBackend {
             b => PackedWeight::new(ty, n, k, &b)?,
         })
     }
-
-    /// [`CpuBackend::prepare`] over a tensor of the file: a compact matrix holds the file's
-    /// bytes in place (no copy: the pages are read at first use, or ahead of it), and says
-    /// so.
-    fn prepare_in_file(
-        &self,
-        compact: bool,
-        ty: GgmlType,
-        n: usize,
-        k: usize,
-        bytes: &SharedBytes,
-    ) -> Result<(PackedWeight, bool)> {
-        if self.keeps_compact(compact, ty) {
-            let held: Arc<dyn AsRef<[u8]> + Send + Sync> = Arc::new(bytes.clone());
-            Ok((PackedWeight::compact_shared(ty, n, k, held)?, true))
-        } else {
-            Ok((PackedWeight::new(ty, n, k, bytes)?, false))
-        }
-    }
 }
 
 /// The bytes the plan's expert and dense matrices take repacked on the active path (the
@@ -234,24 +215,27 @@ impl Backend for CpuBackend {
         self.prepare(self.dense_compact(), ty, n, k, Cow::Owned(bytes))
     }
 
-    fn prepare_weight_in_file(
+    /// A compact matrix holds the file's bytes in place (no copy: the pages are read at
+    /// first use, or ahead of it), and says so.
+    fn prepare_in_file(
         &self,
+        expert: bool,
         ty: GgmlType,
         n: usize,
         k: usize,
         bytes: &SharedBytes,
     ) -> Result<(PackedWeight, bool)> {
-        self.prepare_in_file(self.dense_compact(), ty, n, k, bytes)
-    }
-
-    fn prepare_expert_in_file(
-        &self,
-        ty: GgmlType,
-        n: usize,
-        k: usize,
-        bytes: &SharedBytes,
-    ) -> Result<(PackedWeight, bool)> {
-        self.prepare_in_file(self.experts_compact(), ty, n, k, bytes)
+        let compact = if expert {
+            self.experts_compact()
+        } else {
+            self.dense_compact()
+        };
+        if self.keeps_compact(compact, ty) {
+            let held: Arc<dyn AsRef<[u8]> + Send + Sync> = Arc::new(bytes.clone());
+            Ok((PackedWeight::compact_shared(ty, n, k, held)?, true))
+        } else {
+            Ok((PackedWeight::new(ty, n, k, bytes)?, false))
+        }
     }
 
     fn file_layout_bytes(w: &PackedWeight) -> Option<&[u8]> {

@@ -189,7 +189,7 @@ impl<B: Backend> Loader<'_, B> {
     fn matrix(&self, name: &str, k: usize, n: usize) -> Result<(B::Weight, MatCost)> {
         let info = self.checked(name, &[k, n])?;
         let data = self.file.info_data(info);
-        let (w, in_place) = self.prepare(name, info, data, k, n)?;
+        let (w, in_place) = self.prepare(false, name, info, data, n, k)?;
         self.after_prepare(data, in_place);
         let cost = MatCost {
             n,
@@ -200,42 +200,22 @@ impl<B: Backend> Loader<'_, B> {
         Ok((w, cost))
     }
 
-    fn prepare(
+    /// One matrix (`expert`: one expert's) from `bytes`, a slice of tensor `name`, prepared
+    /// by the backend, and whether it holds the file's bytes in place.
+    pub(crate) fn prepare(
         &self,
-        name: &str,
-        info: &TensorInfo,
-        bytes: &[u8],
-        k: usize,
-        n: usize,
-    ) -> Result<(B::Weight, bool)> {
-        let (w, in_place) = match self.file.share(bytes) {
-            Some(shared) => self.backend.prepare_weight_in_file(info.ty, n, k, &shared),
-            None => self
-                .backend
-                .prepare_weight(info.ty, n, k, bytes)
-                .map(|w| (w, false)),
-        }
-        .map_err(|e| self.type_error(name, info, e))?;
-        self.count(&w, in_place);
-        Ok((w, in_place))
-    }
-
-    /// One expert's matrix from `bytes` (a slice of tensor `name`), prepared by the backend,
-    /// and whether it holds the file's bytes in place.
-    pub(crate) fn expert(
-        &self,
+        expert: bool,
         name: &str,
         info: &TensorInfo,
         bytes: &[u8],
         n: usize,
         k: usize,
     ) -> Result<(B::Weight, bool)> {
+        let be = self.backend;
         let (w, in_place) = match self.file.share(bytes) {
-            Some(shared) => self.backend.prepare_expert_in_file(info.ty, n, k, &shared),
-            None => self
-                .backend
-                .prepare_expert(info.ty, n, k, bytes)
-                .map(|w| (w, false)),
+            Some(shared) => be.prepare_in_file(expert, info.ty, n, k, &shared),
+            None if expert => be.prepare_expert(info.ty, n, k, bytes).map(|w| (w, false)),
+            None => be.prepare_weight(info.ty, n, k, bytes).map(|w| (w, false)),
         }
         .map_err(|e| self.type_error(name, info, e))?;
         self.count(&w, in_place);
@@ -287,7 +267,8 @@ impl<B: Backend> Loader<'_, B> {
         let mut in_place = false;
         let experts: Result<Vec<B::Weight>> = (0..n_expert)
             .map(|e| {
-                let (w, held) = self.expert(name, info, &data[e * per..(e + 1) * per], n, k)?;
+                let (w, held) =
+                    self.prepare(true, name, info, &data[e * per..(e + 1) * per], n, k)?;
                 in_place |= held;
                 Ok(w)
             })

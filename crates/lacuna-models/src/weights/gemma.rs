@@ -122,7 +122,7 @@ impl<B: Backend> Loader<'_, B> {
             let expert = &data[e * per..(e + 1) * per];
             for (h, (ws, _)) in halves.iter_mut().enumerate() {
                 let bytes = &expert[h * half..(h + 1) * half];
-                let (w, held) = self.expert(&fused, info, bytes, ff, d)?;
+                let (w, held) = self.prepare(true, &fused, info, bytes, ff, d)?;
                 in_place |= held;
                 ws.push(w);
             }

@@ -202,19 +202,19 @@ def act_q8_k(x):
     return (q * d).reshape(x.shape)
 
 
-def act_q8_0(x):
-    """Q8_0 (ggml's x86 quantizer): per 32, id = 127 / amax, q = round-half-even(x * id),
-    d = f16(amax / 127)."""
-    b = x.reshape(-1, 32)
+def q8_0_quants(b):
+    """ggml's x86 Q8_0 quants of `b` (blocks of 32 on the last axis): id = 127 / amax,
+    q = round-half-even(b * id); with the unrounded d = amax / 127."""
     amax = b.abs().amax(-1, keepdim=True)
     q = torch.round(b * torch.where(amax != 0, 127.0 / torch.where(amax != 0, amax, 1.0), 0.0))
-    return (q * f16(amax / 127.0)).reshape(x.shape)
+    return q, amax / 127.0
 
 
-def act_q8_1(x):
-    """Q8_1: Q8_0's quants and d; the weights' offsets multiply s = f16(d * sum(q)) with
-    the unrounded d, which `Rounded.linear` adds as a correction."""
-    return act_q8_0(x)
+def act_q8_0(x):
+    """Q8_0 activations: the quants times d rounded to f16, as ggml stores it. (Q8_1 has
+    the same quants and d: `Rounded.affine` adds its `s` term.)"""
+    q, d = q8_0_quants(x.reshape(-1, 32))
+    return (q * f16(d)).reshape(x.shape)
 
 
 def weight_q8_0(w):
@@ -268,15 +268,13 @@ class Rounded(torch.overrides.TorchFunctionMode):
         m = self.offsets[w.untyped_storage().data_ptr()]
         if m.dim() == 3:
             m = m[w.storage_offset() // w.numel()]
-        b = x.reshape(*x.shape[:-1], -1, 32)
-        amax = b.abs().amax(-1, keepdim=True)
-        q = torch.round(b * torch.where(amax != 0, 127.0 / torch.where(amax != 0, amax, 1.0), 0.0))
-        xq = q * f16(amax / 127.0)
+        q, d = q8_0_quants(x.reshape(*x.shape[:-1], -1, 32))
+        xq = q * f16(d)
         qsum = q.sum(-1)
-        s = f16((amax / 127.0)[..., 0] * qsum)
+        s = f16(d[..., 0] * qsum)
         # (d q + m) . x_q = the dequantized product; swap its offset term's sum for s.
         out = torch.nn.functional.linear(xq.reshape(x.shape), w)
-        corr = s - f16((amax / 127.0)[..., 0]) * qsum
+        corr = s - f16(d[..., 0]) * qsum
         return out + torch.einsum("...b,nb->...n", corr, m)
 
 

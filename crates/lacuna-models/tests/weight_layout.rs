@@ -146,10 +146,20 @@ fn compact_weights_are_read_in_place_from_the_file() {
     let mut owned = load(Arch::LladaMoe, QuantMix::Q4KM, WeightLayout::Compact);
     let fast = load(Arch::LladaMoe, QuantMix::Q4KM, WeightLayout::Fast);
     for m in [&mapped, &owned] {
-        // All but the F32 routers, which have no compact form (2 x 256 x 16 floats).
+        // All but the F32 routers (one `experts x d` per layer), which have no compact form
+        // and are repacked (their rows padded to a whole panel).
+        let c = m.config();
+        let (d, experts) = (c.n_embd, c.moe.as_ref().unwrap().n_expert);
+        let router = lacuna_cpu::PackedWeight::new(
+            lacuna_quant::GgmlType::F32,
+            experts,
+            d,
+            &vec![0u8; experts * d * 4],
+        )
+        .unwrap();
         assert_eq!(
             m.weight_bytes() - m.weight_bytes_in_file(),
-            2 * 256 * 16 * 4
+            c.n_layer * router.packed_bytes()
         );
     }
     assert_eq!(fast.weight_bytes_in_file(), 0);

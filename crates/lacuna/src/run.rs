@@ -64,9 +64,12 @@ where
     // The encoder passes since the last step are not the step's.
     let mut encoded = 0;
     let mut step = |view: &StepView<'_>| {
-        let passes = encode_ms.borrow();
-        let encoding: f64 = passes[encoded..].iter().sum();
-        encoded = passes.len();
+        let encoding: f64 = {
+            let passes = encode_ms.borrow();
+            let since = passes[encoded..].iter().sum();
+            encoded = passes.len();
+            since
+        };
         step_ms.push((last.elapsed().as_secs_f64() * 1e3 - encoding).max(0.0));
         on_step(view);
         last = Instant::now();

@@ -50,6 +50,8 @@ pub(crate) const TOKEN_STEP: usize = 32;
 pub(crate) const K_STEP: usize = 64;
 /// `v = (hi << SHIFT) + lo`.
 const SHIFT: u32 = 6;
+/// Q4_K's planes: `v = (hi << Q4_SHIFT) + lo` (see [`planes_lines`]).
+const Q4_SHIFT: u32 = 3;
 /// 64-byte weight lines per block of 256 (4 weights of 16 rows each).
 const LINES: usize = 64;
 
@@ -142,9 +144,12 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
                 unsafe {
                     let bl = blocks.clone();
                     match (w.kind.sub(), w.kind.has_mins()) {
-                        (16, _) => panel::<16, false>(w, a, p, bl, out.t, planes, c, facc),
-                        (_, true) => panel::<32, true>(w, a, p, bl, out.t, planes, c, facc),
-                        _ => panel::<32, false>(w, a, p, bl, out.t, planes, c, facc),
+                        (16, _) => panel::<16, false, false>(w, a, p, bl, out.t, planes, c, facc),
+                        _ if w.kind == QuantKind::Q4K => {
+                            panel::<32, true, true>(w, a, p, bl, out.t, planes, c, facc)
+                        }
+                        (_, true) => panel::<32, true, false>(w, a, p, bl, out.t, planes, c, facc),
+                        _ => panel::<32, false, false>(w, a, p, bl, out.t, planes, c, facc),
                     }
                 }
             }
@@ -181,8 +186,12 @@ fn chunk_blocks(t: usize) -> usize {
 }
 
 /// Blocks `blocks` of one panel over all `t` tokens, accumulated into `facc`,
-/// software-pipelined: while the tile unit multiplies token step `i` of block `b`, the
-/// vector units fold step `i - 1` and build a slice of block `b + 1`'s planes.
+/// software-pipelined over units (a block's token step): while the tile unit multiplies
+/// unit `u`, the vector units fold unit `u - 1` (its C tiles, stored one unit earlier) and
+/// build a slice of the next block's planes. The vector work is issued in four slices
+/// between the four K steps of the tile work, so the out-of-order window holds both kinds
+/// at once: issued after the whole multiply, it waited behind the C stores and the tile
+/// unit idled meanwhile.
 ///
 /// # Safety
 /// Tiles configured by [`quant_panels`]; AVX-512 F/BW/VNNI; panel `p` and the blocks exist
@@ -190,7 +199,7 @@ fn chunk_blocks(t: usize) -> usize {
 /// caller); `facc` holds `t * 16`.
 #[allow(clippy::too_many_arguments)]
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-unsafe fn panel<const SUB: usize, const MINS: bool>(
+unsafe fn panel<const SUB: usize, const MINS: bool, const Q4: bool>(
     w: &QuantPacked,
     a: &Acts,
     p: usize,
@@ -204,7 +213,10 @@ unsafe fn panel<const SUB: usize, const MINS: bool>(
     let lines_per_step = LINES.div_ceil(steps);
     let first = blocks.start;
     // SAFETY: AVX-512 BW (contract); panel p and the first block exist.
-    unsafe { planes_lines::<SUB>(w, p, first, 0..LINES, &mut planes[first % 2]) };
+    unsafe { planes_lines::<SUB, Q4>(w, p, first, 0..LINES, &mut planes[first % 2]) };
+    // The unit folded next: its block's constants and first token.
+    let mut prev: Option<(Fold<MINS, Q4>, usize)> = None;
+    let mut u = 0usize;
     for b in blocks.clone() {
         let (cur, next) = if b % 2 == 0 {
             let [x, y] = planes;
@@ -214,38 +226,56 @@ unsafe fn panel<const SUB: usize, const MINS: bool>(
             (&*y, x)
         };
         // SAFETY: panel p and block b exist.
-        let fold = unsafe { Fold::<MINS>::new(w, p, b) };
+        let fold = unsafe { Fold::<MINS, Q4>::new(w, p, b) };
         for i in 0..steps {
             let t0 = i * TOKEN_STEP;
-            // SAFETY: tiles configured; `a.tiles` covers rows t0..t0 + 32 of block b.
-            unsafe { multiply(a, b, t0, cur, &mut c[i % 2]) };
-            if i > 0 {
-                // SAFETY: `facc` holds t rows; the step's rows are < t.
-                unsafe { fold.apply(a, t0 - TOKEN_STEP, t, &c[(i - 1) % 2], facc) };
+            let (c_cur, c_prev) = if u % 2 == 0 {
+                let [x, y] = &mut *c;
+                (x, &*y)
+            } else {
+                let [x, y] = &mut *c;
+                (y, &*x)
+            };
+            let l0 = (i * lines_per_step).min(LINES);
+            let l1 = ((i + 1) * lines_per_step).min(LINES);
+            let lq = (l1 - l0).div_ceil(4);
+            // SAFETY: tiles configured (contract).
+            unsafe { tiles_zero() };
+            for j in 0..4 {
+                // SAFETY: tiles configured; `a.tiles` covers rows t0..t0 + 32 of block b.
+                unsafe { multiply_step(a, b, t0, j, cur) };
+                if let Some((pf, pt0)) = &prev {
+                    let rows = j * 8..(j + 1) * 8;
+                    // SAFETY: `facc` holds t rows; the unit's rows are < t; its C tiles
+                    // were stored one unit ago into `c_prev`.
+                    unsafe { pf.apply(a, *pt0, t, rows, c_prev, facc) };
+                }
+                if b + 1 < blocks.end {
+                    let s0 = (l0 + j * lq).min(l1);
+                    let s1 = (l0 + (j + 1) * lq).min(l1);
+                    // SAFETY: AVX-512 BW; panel p and block b + 1 exist.
+                    unsafe { planes_lines::<SUB, Q4>(w, p, b + 1, s0..s1, next) };
+                }
             }
-            if b + 1 < blocks.end {
-                let l0 = (i * lines_per_step).min(LINES);
-                let l1 = ((i + 1) * lines_per_step).min(LINES);
-                // SAFETY: AVX-512 BW; panel p and block b + 1 exist.
-                unsafe { planes_lines::<SUB>(w, p, b + 1, l0..l1, next) };
-            }
+            // SAFETY: tiles configured; `c_cur` is 4 KiB.
+            unsafe { tiles_store(c_cur) };
+            prev = Some((fold, t0));
+            u += 1;
         }
-        let last = (steps - 1) * TOKEN_STEP;
-        // SAFETY: as above.
-        unsafe { fold.apply(a, last, t, &c[(steps - 1) % 2], facc) };
+    }
+    if let Some((pf, pt0)) = prev {
+        // SAFETY: as above; the last unit's tiles are in `c[(u - 1) % 2]`.
+        unsafe { pf.apply(a, pt0, t, 0..TOKEN_STEP, &c[(u - 1) % 2], facc) };
     }
 }
 
-/// Token step `t0..t0 + 32` of block `b` on the tile unit: `C = A . hi` and `C = A . lo` for
-/// both token tiles, stored to `c`.
+/// Zeroes the four C tiles of a unit.
 ///
 /// # Safety
-/// Tiles configured by [`quant_panels`]; rows `t0..t0 + 32 <= a.tpad` of block `b` exist in
-/// `a.tiles` (`[k / 256][tpad][256]`).
+/// Tiles configured by [`quant_panels`].
 #[inline]
-unsafe fn multiply(a: &Acts, b: usize, t0: usize, pl: &Planes, c: &mut CTiles) {
-    // SAFETY: the A rows are in bounds (contract); the planes are 4 KiB each; the C stores
-    // write the 4 KiB of `c`.
+unsafe fn tiles_zero() {
+    // SAFETY: register-only tile operations (the contract).
     unsafe {
         asm!(
             "tilezero tmm0",
@@ -253,28 +283,50 @@ unsafe fn multiply(a: &Acts, b: usize, t0: usize, pl: &Planes, c: &mut CTiles) {
             "tilezero tmm2",
             "tilezero tmm3",
             options(nostack, nomem)
+        )
+    };
+}
+
+/// K step `j` (bytes `64 j..64 j + 64` of the block) of token step `t0..t0 + 32` of block
+/// `b` on the tile unit: `C += A . hi` and `C += A . lo` for both token tiles.
+///
+/// # Safety
+/// Tiles configured by [`quant_panels`]; rows `t0..t0 + 32 <= a.tpad` of block `b` exist in
+/// `a.tiles` (`[k / 256][tpad][256]`); `j < 4`.
+#[inline]
+unsafe fn multiply_step(a: &Acts, b: usize, t0: usize, j: usize, pl: &Planes) {
+    debug_assert!(j < 4);
+    // SAFETY: the A rows are in bounds (contract); the planes are 4 x 1 KiB each.
+    unsafe {
+        let a0 = a.tiles.as_ptr().add((b * a.tpad + t0) * 256 + j * K_STEP);
+        asm!(
+            "tileloadd tmm4, [{a0} + {sa}]",
+            "tileloadd tmm5, [{a1} + {sa}]",
+            "tileloadd tmm6, [{bh} + {st}]",
+            "tileloadd tmm7, [{bl} + {st}]",
+            "tdpbusd tmm0, tmm4, tmm6",
+            "tdpbusd tmm1, tmm4, tmm7",
+            "tdpbusd tmm2, tmm5, tmm6",
+            "tdpbusd tmm3, tmm5, tmm7",
+            a0 = in(reg) a0,
+            a1 = in(reg) a0.add(16 * 256),
+            bh = in(reg) pl.hi[j].as_ptr(),
+            bl = in(reg) pl.lo[j].as_ptr(),
+            st = in(reg) K_STEP,
+            sa = in(reg) 256usize,
+            options(nostack, readonly),
         );
-        let ab = a.tiles.as_ptr().add((b * a.tpad + t0) * 256);
-        for j in 0..4 {
-            let a0 = ab.add(j * K_STEP);
-            asm!(
-                "tileloadd tmm4, [{a0} + {sa}]",
-                "tileloadd tmm5, [{a1} + {sa}]",
-                "tileloadd tmm6, [{bh} + {st}]",
-                "tileloadd tmm7, [{bl} + {st}]",
-                "tdpbusd tmm0, tmm4, tmm6",
-                "tdpbusd tmm1, tmm4, tmm7",
-                "tdpbusd tmm2, tmm5, tmm6",
-                "tdpbusd tmm3, tmm5, tmm7",
-                a0 = in(reg) a0,
-                a1 = in(reg) a0.add(16 * 256),
-                bh = in(reg) pl.hi[j].as_ptr(),
-                bl = in(reg) pl.lo[j].as_ptr(),
-                st = in(reg) K_STEP,
-                sa = in(reg) 256usize,
-                options(nostack, readonly),
-            );
-        }
+    }
+}
+
+/// Stores the four C tiles of a unit to `c`.
+///
+/// # Safety
+/// Tiles configured by [`quant_panels`].
+#[inline]
+unsafe fn tiles_store(c: &mut CTiles) {
+    // SAFETY: the stores write the 4 KiB of `c`.
+    unsafe {
         asm!(
             "tilestored [{c} + {st}], tmm0",
             "tilestored [{c} + {st} + 1024], tmm1",
@@ -288,14 +340,15 @@ unsafe fn multiply(a: &Acts, b: usize, t0: usize, pl: &Planes, c: &mut CTiles) {
 }
 
 /// The fold of one panel-block's C tiles: the shared [`BlockFold`] plus where it is.
-struct Fold<const MINS: bool> {
+#[derive(Clone, Copy)]
+struct Fold<const MINS: bool, const Q4: bool> {
     consts: BlockFold<MINS>,
     /// Blocks per row, and the block folded.
     nblk: usize,
     b: usize,
 }
 
-impl<const MINS: bool> Fold<MINS> {
+impl<const MINS: bool, const Q4: bool> Fold<MINS, Q4> {
     /// # Safety
     /// AVX-512 F; panel `p` and block `b` of `w` exist.
     #[target_feature(enable = "avx512f")]
@@ -308,24 +361,35 @@ impl<const MINS: bool> Fold<MINS> {
         }
     }
 
-    /// Folds the C tiles of token step `t0` of the block into `facc` (rows below `t`):
-    /// `isum = 64 * hi + lo`, then [`BlockFold::apply`].
+    /// Folds rows `rows` (of `0..32`) of the C tiles of token step `t0` of the block into
+    /// `facc` (rows below `t`): `isum = 64 * hi + lo` (`8 * hi + lo` for Q4_K), then
+    /// [`BlockFold::apply`].
     ///
     /// # Safety
     /// AVX-512 F/VNNI; `facc` holds `t` rows of 16; `a` prepared for this matmul.
+    #[inline]
     #[target_feature(enable = "avx512f,avx512vnni")]
-    unsafe fn apply(&self, a: &Acts, t0: usize, t: usize, c: &CTiles, facc: &mut [f32]) {
+    unsafe fn apply(
+        &self,
+        a: &Acts,
+        t0: usize,
+        t: usize,
+        rows: std::ops::Range<usize>,
+        c: &CTiles,
+        facc: &mut [f32],
+    ) {
         assert!(facc.len() >= t * PANEL);
         let (nblk, b) = (self.nblk, self.b);
-        // The next step's activations (8 KiB, contiguous) into L1 ahead of the tile loads.
+        // A quarter of the step after next's activations (8 KiB, contiguous) into L1 per
+        // quarter of the rows, ahead of their tile loads.
         let next = a
             .tiles
             .as_ptr()
             .wrapping_add((b * a.tpad + t0 + 2 * TOKEN_STEP) * 256);
-        for line in 0..TOKEN_STEP * 4 {
+        for line in rows.start * 4..rows.end * 4 {
             _mm_prefetch::<_MM_HINT_T0>(next.wrapping_add(line * 64).cast());
         }
-        for i in 0..(t - t0).min(TOKEN_STEP) {
+        for i in rows.start..rows.end.min(t.saturating_sub(t0)) {
             let tt = t0 + i;
             let (tile, row) = (i / 16, i % 16);
             let tb = tt * nblk + b;
@@ -339,7 +403,12 @@ impl<const MINS: bool> Fold<MINS> {
             unsafe {
                 let hi = _mm512_loadu_si512(c.0[2 * tile][row].as_ptr().cast());
                 let lo = _mm512_loadu_si512(c.0[2 * tile + 1][row].as_ptr().cast());
-                let isum = _mm512_add_epi32(_mm512_slli_epi32::<SHIFT>(hi), lo);
+                let hi = if Q4 {
+                    _mm512_slli_epi32::<Q4_SHIFT>(hi)
+                } else {
+                    _mm512_slli_epi32::<SHIFT>(hi)
+                };
+                let isum = _mm512_add_epi32(hi, lo);
                 let fp = facc.as_mut_ptr().add(tt * PANEL);
                 let f = self.consts.apply(_mm512_loadu_ps(fp), isum, a.d[tb], xs);
                 _mm512_storeu_ps(fp, f);
@@ -356,11 +425,17 @@ impl<const MINS: bool> Fold<MINS> {
 /// multiplied by one vector of row scales (i16 lane `m` holds bytes `2m, 2m + 1`, both of
 /// row `m / 2`), and the two products are recombined bytewise.
 ///
+/// Q4_K (`Q4`) splits the scale instead, `sc = 8 * (sc >> 3) + (sc & 7)`, and takes
+/// `hi = (sc >> 3) * q`, `lo = (sc & 7) * q`: with `q <= 15` and `sc <= 63` each product is
+/// at most 105, so one 16-bit multiply of the raw line gives both bytes of a lane at once (the
+/// even byte's product cannot carry into the odd one) and a line costs two multiplies
+/// instead of about a dozen operations.
+///
 /// # Safety
-/// AVX-512 F/BW; panel `p` and block `b` of `w` exist and `w` is a K-quant with scales;
-/// `range` within `0..64`.
+/// AVX-512 F/BW; panel `p` and block `b` of `w` exist and `w` is a K-quant with scales
+/// (Q4_K when `Q4`); `range` within `0..64`.
 #[target_feature(enable = "avx512f,avx512bw")]
-unsafe fn planes_lines<const SUB: usize>(
+unsafe fn planes_lines<const SUB: usize, const Q4: bool>(
     w: &QuantPacked,
     p: usize,
     b: usize,
@@ -381,6 +456,7 @@ unsafe fn planes_lines<const SUB: usize>(
     let src = w.qs[(p * PANEL * k + b * 256 * PANEL)..][..256 * PANEL].as_ptr();
     let scales = &w.scales[(p * nblk + b) * nsub * PANEL..][..nsub * PANEL];
     let mut scv = _mm512_setzero_si512();
+    let (mut s_hi, mut s_lo) = (scv, scv);
     let first = range.start;
     for l in range {
         if l == first || l % lines_per_sub == 0 {
@@ -388,6 +464,10 @@ unsafe fn planes_lines<const SUB: usize>(
             // SAFETY: 16 i32 in bounds.
             let sc = unsafe { _mm512_loadu_si512(sc.as_ptr().cast()) };
             scv = _mm512_permutexvar_epi16(idx, sc);
+            if Q4 {
+                s_hi = _mm512_srli_epi16::<3>(scv);
+                s_lo = _mm512_and_si512(scv, _mm512_set1_epi16(7));
+            }
         }
         // SAFETY: line l of this panel-block is 64 bytes inside `src` (256 * 16 bytes).
         let line = unsafe { _mm512_loadu_si512(src.add(l * 64).cast()) };
@@ -395,6 +475,17 @@ unsafe fn planes_lines<const SUB: usize>(
         // prefetcher does not follow: fetch it now, a whole block ahead of its use. (A
         // prefetch never faults, so running past the last block is harmless.)
         _mm_prefetch::<_MM_HINT_T0>(src.wrapping_add(256 * PANEL + l * 64).cast());
+        let (j, r) = (l / 16, l % 16);
+        if Q4 {
+            // SAFETY: each plane is 4 x 1024 bytes; line r of step j is 64 bytes inside.
+            unsafe {
+                let h = _mm512_mullo_epi16(line, s_hi);
+                let lo = _mm512_mullo_epi16(line, s_lo);
+                _mm512_storeu_si512(out.hi[j][r * 64..].as_mut_ptr().cast(), h);
+                _mm512_storeu_si512(out.lo[j][r * 64..].as_mut_ptr().cast(), lo);
+            }
+            continue;
+        }
         let ve = _mm512_srai_epi16::<8>(_mm512_slli_epi16::<8>(line));
         let vo = _mm512_srai_epi16::<8>(line);
         let pe = _mm512_mullo_epi16(ve, scv);
@@ -404,7 +495,6 @@ unsafe fn planes_lines<const SUB: usize>(
         let he = _mm512_srai_epi16::<{ SHIFT }>(pe);
         let ho = _mm512_slli_epi16::<8>(_mm512_srai_epi16::<{ SHIFT }>(po));
         let h6 = _mm512_mask_blend_epi8(odd, he, ho);
-        let (j, r) = (l / 16, l % 16);
         // SAFETY: each plane is 4 x 1024 bytes; line r of step j is 64 bytes inside.
         unsafe {
             _mm512_storeu_si512(out.hi[j][r * 64..].as_mut_ptr().cast(), h6);

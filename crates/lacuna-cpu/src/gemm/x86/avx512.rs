@@ -490,6 +490,7 @@ unsafe fn tile<
 
 /// One panel's weight constants of one block for the f32 fold of [`crate::gemm`]: shared by
 /// this kernel and the AMX kernel, so the two fold identically.
+#[derive(Clone, Copy)]
 pub(super) struct BlockFold<const MINS: bool> {
     corr: __m512i,
     d: __m512,

@@ -11,19 +11,22 @@
 //! ([`crate::gemm`]), so results stay bit-identical.
 //!
 //! The planes are made on the fly, per panel and block, into an 8 KiB per-thread buffer
-//! (about 12 vector ops per 64 bytes, shared by every token), so the repacked weights keep
-//! their int8 layout and size. Loop order per task of [`TASK_PANELS`] panels: chunks of K
-//! (about 512 KiB of activations, kept in L2), then panels, then blocks, then steps of two
-//! 16-token tiles. Tiles: tmm0..3 = C (tokens 0-15 / 16-31 x hi / lo), tmm4/5 = A (the two token
-//! tiles, from [`Acts::tiles`]), tmm6/7 = B (hi / lo plane: a panel's `[k/4][16][4]` lines
-//! are exactly AMX's VNNI B layout). Q8_0/Q4_0 (one float scale per 32 weights, no integer
-//! sub-scales) and canvases under [`MIN_TOKENS`] rows run the AVX-512 kernel instead.
+//! (about 12 vector ops per 64 bytes, 2 for Q4_K: see [`planes_lines`]; shared by every
+//! token), so the repacked weights keep their int8 layout and size. Loop order per task of
+//! [`TASK_PANELS`] panels: chunks of K (about 512 KiB of activations, kept in L2), then panels,
+//! then blocks, then steps of two 16-token tiles (a block's step is a *unit*). Tiles: tmm0..3 =
+//! C (tokens 0-15 / 16-31 x hi / lo), tmm4/5 = A (the two token tiles, from [`Acts::tiles`]),
+//! tmm6/7 = B (hi / lo plane: a panel's `[k/4][16][4]` lines are exactly AMX's VNNI B
+//! layout). Q8_0/Q4_0 (one float scale per 32 weights, no integer sub-scales) and canvases
+//! under [`MIN_TOKENS`] rows run the AVX-512 kernel instead.
 //!
-//! What bounds it (measured on the 2-vCPU Xeon VM this was tuned on): a `tdpbusd` issues
-//! every ~6.5 ns, but a 1 KiB `tileloadd` from L1 costs ~23 ns, and the 2 x 2 tile blocking
-//! (the most reuse 8 tiles allow) needs one load per multiply. The vector work (planes,
-//! fold) is pipelined against the tile unit: while step `i` multiplies, step `i - 1` is
-//! folded and a slice of the next block's planes is built.
+//! What bounds it (measured on the 2-vCPU Xeon VM this was tuned on): a unit's tile work
+//! (16 `tileloadd`, 16 `tdpbusd`, 4 `tilestored`) takes ~350 ns with random data, a
+//! `tdpbusd` 12-14 ns (5.7 ns on zero tiles: the tile unit's rate depends on the data), and
+//! the two vCPUs share about 1.3x one thread's tile throughput. The vector work (planes,
+//! fold) is pipelined against the tile unit over units: while unit `u` multiplies, unit
+//! `u - 1` is folded and a slice of the next block's planes is built, issued between the
+//! four K steps of `u`.
 
 use std::arch::asm;
 use std::arch::x86_64::*;

@@ -232,7 +232,7 @@ unsafe fn panel<const SUB: usize, const MINS: bool, const Q4: bool>(
         let fold = unsafe { Fold::<MINS, Q4>::new(w, p, b) };
         for i in 0..steps {
             let t0 = i * TOKEN_STEP;
-            let (c_cur, c_prev) = if u % 2 == 0 {
+            let (c_cur, c_prev) = if u.is_multiple_of(2) {
                 let [x, y] = &mut *c;
                 (x, &*y)
             } else {

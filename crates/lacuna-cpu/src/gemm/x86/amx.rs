@@ -20,10 +20,12 @@
 //! layout). Q8_0/Q4_0 (one float scale per 32 weights, no integer sub-scales) and canvases
 //! under [`MIN_TOKENS`] rows run the AVX-512 kernel instead.
 //!
-//! What bounds it (measured on the 2-vCPU Xeon VM this was tuned on): a unit's tile work
-//! (16 `tileloadd`, 16 `tdpbusd`, 4 `tilestored`) takes ~350 ns with random data, a
-//! `tdpbusd` 12-14 ns (5.7 ns on zero tiles: the tile unit's rate depends on the data), and
-//! the two vCPUs share about 1.3x one thread's tile throughput. The vector work (planes,
+//! What bounds it (measured on the 2-vCPU Xeon VM this was tuned on; the probe and its
+//! output are in `bench-results/xeon-2c-amx/kernels/2026-12-05-amx-tile-probe.json`): a
+//! unit's tile work (16 `tileloadd`, 16 `tdpbusd`, 4 `tilestored`) took 117-350 ns with
+//! random data in runs an hour apart, a `tdpbusd` 7-14 ns (5.7 ns on zero tiles: the tile
+//! unit's rate moves with the data and the host's load), and the two vCPUs share about 1.3x
+//! one thread's tile throughput (`lacuna doctor`). The vector work (planes,
 //! fold) is pipelined against the tile unit over units: while unit `u` multiplies, unit
 //! `u - 1` is folded and a slice of the next block's planes is built, issued between the
 //! four K steps of `u`.

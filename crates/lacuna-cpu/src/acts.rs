@@ -212,23 +212,39 @@ impl Acts {
 }
 
 impl Acts {
-    /// Lays `q` (prepared for `t` rows of `k`, `k` a multiple of 256) out as AMX A tiles in
-    /// `tiles`, padding the token rows to a multiple of `step`.
+    /// Lays `q` (prepared for `t` rows of `k`, `k` a multiple of `width`) out as AMX A tiles
+    /// in `tiles`, `[k / width][tpad][width]`, padding the token rows to a multiple of
+    /// `step`. A tile's rows are then `width` bytes apart: rows `k` bytes apart, as in `q`,
+    /// fall into one L1 set when `k` is a multiple of 4 KiB and evict each other.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-    pub(crate) fn prepare_tiles(&mut self, t: usize, k: usize, step: usize) {
-        const KB: usize = 256;
+    ///
+    /// `signed`: the quants unbiased again (two's complement, `u8 ^ 0x80`) for `tdpbssd`,
+    /// padding rows 0; else biased, padding rows 128 (zero either way).
+    pub(crate) fn prepare_tiles(
+        &mut self,
+        t: usize,
+        k: usize,
+        step: usize,
+        width: usize,
+        signed: bool,
+    ) {
+        let kb = width;
+        let flip = if signed { 0x80 } else { 0 };
         let tpad = t.next_multiple_of(step);
         resize(&mut self.tiles, tpad * k);
         let q = &self.q[..t * k];
         self.tiles[..tpad * k]
-            .par_chunks_mut(tpad * KB)
+            .par_chunks_mut(tpad * kb)
             .enumerate()
-            .for_each(|(kb, dst)| {
-                for (row, d) in dst.chunks_exact_mut(KB).enumerate() {
+            .with_min_len((4096 / kb).max(1))
+            .for_each(|(c, dst)| {
+                for (row, d) in dst.chunks_exact_mut(kb).enumerate() {
                     if row < t {
-                        d.copy_from_slice(&q[row * k + kb * KB..][..KB]);
+                        for (o, &u) in d.iter_mut().zip(&q[row * k + c * kb..][..kb]) {
+                            *o = u ^ flip;
+                        }
                     } else {
-                        d.fill(128);
+                        d.fill(128 ^ flip);
                     }
                 }
             });
@@ -237,6 +253,15 @@ impl Acts {
 }
 
 impl Acts {
+    /// Pads `d` (prepared for `t` rows of `nblk` blocks) with zero scales to a multiple of
+    /// `step` rows, for a kernel that folds whole token tiles (AMX, the 32-element formats).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(crate) fn pad_scales(&mut self, t: usize, nblk: usize, step: usize) {
+        let tpad = t.next_multiple_of(step);
+        resize(&mut self.d, tpad * nblk);
+        self.d[t * nblk..tpad * nblk].fill(0.0);
+    }
+
     /// Fills `signed` from `q` (prepared for `t` rows of `k`).
     pub(crate) fn prepare_signed(&mut self, t: usize, k: usize) {
         resize(&mut self.signed, t * k);

@@ -134,10 +134,16 @@ fn run(
     #[cfg(target_arch = "x86_64")]
     if let (Path::Amx, Inner::Quant(q)) = (path, &w.inner)
         && !q.small
-        && x86::amx::uses_tiles(q.kind, t)
     {
-        ws.acts.prepare_tiles(t, k, x86::amx::TOKEN_STEP);
-        per_task = x86::amx::TASK_PANELS;
+        if x86::amx::uses_tiles(q.kind, t) {
+            ws.acts
+                .prepare_tiles(t, k, x86::amx::TOKEN_STEP, 256, false);
+            per_task = x86::amx::TASK_PANELS;
+        } else if x86::amx32::uses_tiles(q.kind, t) {
+            ws.acts
+                .prepare_tiles(t, k, x86::amx32::TOKEN_TILE, 32, true);
+            ws.acts.pad_scales(t, k / 32, x86::amx32::TOKEN_TILE);
+        }
     }
     let signed = match &w.inner {
         Inner::Quant(_) => path.is_aarch64(),

@@ -415,3 +415,32 @@ fn amx_chunks_and_tasks_match_scalar() {
         );
     }
 }
+
+/// The AMX kernel of the 32-element formats over an odd number of blocks (its two-deep
+/// block pipeline ends on either tile), ragged panels and token tiles (a partial last tile,
+/// its padding rows never stored), at and past its threshold, gives the scalar result.
+#[test]
+fn amx32_blocks_and_tails_match_scalar() {
+    if !Path::Amx.is_available() {
+        return;
+    }
+    let mut rng = Rng(0x32a);
+    let n = 150;
+    for kb in [1, 2, 67] {
+        let k = 32 * kb;
+        for ty in quant_types().filter(|ty| ty.block_size() == 32) {
+            let w = PackedWeight::new(ty, n, k, &weights(ty, n, k, &mut rng, 1.0)).unwrap();
+            for t in [7, 8, 9, 16, 33, 70] {
+                let x = acts(t, k, &mut rng, 1.0);
+                let want = run(Path::Scalar, &w, &x, t);
+                let got = run(Path::Amx, &w, &x, t);
+                assert!(
+                    got.iter()
+                        .zip(&want)
+                        .all(|(a, b)| a.to_bits() == b.to_bits()),
+                    "{ty} t={t} k={k}"
+                );
+            }
+        }
+    }
+}

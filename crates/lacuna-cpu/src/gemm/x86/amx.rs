@@ -17,8 +17,9 @@
 //! then blocks, then steps of two 16-token tiles (a block's step is a *unit*). Tiles: tmm0..3 =
 //! C (tokens 0-15 / 16-31 x hi / lo), tmm4/5 = A (the two token tiles, from [`Acts::tiles`]),
 //! tmm6/7 = B (hi / lo plane: a panel's `[k/4][16][4]` lines are exactly AMX's VNNI B
-//! layout). Q8_0/Q4_0 (one float scale per 32 weights, no integer sub-scales) and canvases
-//! under [`MIN_TOKENS`] rows run the AVX-512 kernel instead.
+//! layout). The 32-element formats (one float scale per 32 weights, no integer sub-scales)
+//! run [`super::amx32`] from its own threshold on, and canvases under [`MIN_TOKENS`] rows
+//! the AVX-512 kernel.
 //!
 //! What bounds it (measured on the 2-vCPU Xeon VM this was tuned on; the probe and its
 //! output are in `bench-results/xeon-2c-amx/kernels/2026-12-05-amx-tile-probe.json`): a
@@ -118,6 +119,10 @@ thread_local! {
 /// AVX-512 F/BW/VNNI. When [`uses_tiles`] holds, `a.tiles` must have been prepared.
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
 pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usize, out: Out) {
+    if !w.small && super::amx32::uses_tiles(w.kind, out.t) {
+        // SAFETY: same contract; the caller padded the activations (`crate::gemm`).
+        return unsafe { super::amx32::quant_panels(w, a, p0, np, out) };
+    }
     if !uses_tiles(w.kind, out.t) {
         // SAFETY: same contract; AVX-512 F/BW/VNNI is part of this path.
         return unsafe { super::avx512::quant_panels(w, a, p0, np, out) };

@@ -1,0 +1,262 @@
+//! AMX-INT8 kernel for the 32-element formats (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL,
+//! MXFP4): one float scale per 32 weights of a row and no integer sub-scales.
+//!
+//! No planes are needed: a block's 32 weights of a panel's 16 rows are 8 of the byte form's
+//! 64-byte lines (`[k / 4][16][4]`), 512 contiguous bytes, which is exactly an AMX B tile of
+//! 8 rows; the A tile is 16 token rows of the block's 32 activation bytes, unbiased
+//! (two's complement) and laid out `[k / 32][tpad][32]` by [`Acts::prepare_tiles`] so that
+//! a tile is 512 contiguous bytes too (rows `k` bytes apart, as in [`Acts::q`], fall into
+//! one L1 set when `k` is a multiple of 4 KiB). One `tdpbssd` of depth 32 gives the block's
+//! exact integer sums `isum - corr` of the other kernels (signed activations: no bias to
+//! correct) for 16 tokens x 16 rows, and the vector units fold them as
+//! `acc + (d * xd) * isum`, separate multiply and add, so results are bit-identical.
+//!
+//! The AVX-512 kernel spends 8 `vpdpbusd` and a broadcast per token and panel-block before
+//! the same fold; here the tile unit takes the products and the vector units only fold
+//! (4 operations per token row). Loop order per task: panels, then 16-token tiles, then all
+//! blocks of K with the 16 accumulators in registers; the panel (16 rows x `k` bytes)
+//! streams from memory on the first token tile, prefetched a page ahead, and from L2 on the
+//! others. The tile unit runs two blocks ahead of the fold: block `b` is multiplied while
+//! block `b - 1`'s C tile is stored and block `b - 2`'s is folded (a C tile read back at
+//! once waits on its store). C tiles tmm0/tmm1, A tiles tmm2/tmm3 and B tiles tmm4/tmm5
+//! alternate between blocks.
+//!
+//! Measured on the 2-vCPU AMX Xeon VM (`bench-results/xeon-2c-amx/kernels/`, 2 threads,
+//! 4096 x 4096): 0.73-0.80x the AVX-512 kernel's time from 16 to 160 tokens for Q8_0, Q4_0
+//! and IQ4_NL. What bounds it: a probe of the unit (one block x 16 tokens x 16 rows) took
+//! about 26 ns for the fold alone and 20-30 ns for the tile work alone (the two A/B tile
+//! loads most of it), about 48 ns together.
+
+use std::arch::asm;
+use std::arch::x86_64::*;
+
+use crate::acts::Acts;
+use crate::blocks::QuantKind;
+use crate::out::Out;
+use crate::packed::{PANEL, QuantPacked};
+
+/// Fewer tokens than this: the AVX-512 kernel (a partly empty token tile costs the tile
+/// unit and the fold as much as a full one). Measured on the 2-vCPU AMX Xeon VM, 2 threads,
+/// Q8_0 and Q4_0, best of 3 alternating runs: at 8 tokens this kernel takes 26 ms against
+/// 32 for the 126464 x 4096 LM head and 0.61 against 0.64-0.67 ms at 4096 x 4096; at 4
+/// tokens 25 ms both on the head (the read binds) and 0.53-0.58 against 0.41-0.43 ms.
+pub(crate) const MIN_TOKENS: usize = 8;
+/// Token rows per A tile; the activations are padded to a multiple of it.
+pub(crate) const TOKEN_TILE: usize = 16;
+/// Elements per block.
+const BLOCK: usize = 32;
+
+/// Whether this kernel takes a byte-form matrix of `kind` over `t` tokens (and so wants
+/// the activations laid out by [`Acts::prepare_tiles`], signed, [`TOKEN_TILE`] rows a step,
+/// 32 bytes wide, and the scales padded by [`Acts::pad_scales`]).
+pub(crate) fn uses_tiles(kind: QuantKind, t: usize) -> bool {
+    kind.block() == BLOCK && t >= MIN_TOKENS
+}
+
+/// The tile configuration, palette 1: tmm0/1 C (16 x 16 i32), tmm2/3 A (16 tokens x 32
+/// bytes), tmm4/5 B (8 rows of 4 K x 16 columns x 4 bytes).
+#[repr(C, align(64))]
+struct TileConfig([u8; 64]);
+
+impl TileConfig {
+    fn new() -> TileConfig {
+        let mut c = [0u8; 64];
+        c[0] = 1;
+        // (rows, bytes per row) of tmm0..tmm5.
+        let shapes = [
+            (16u8, 64u16),
+            (16, 64),
+            (16, 32),
+            (16, 32),
+            (8, 64),
+            (8, 64),
+        ];
+        for (t, &(rows, colsb)) in shapes.iter().enumerate() {
+            c[16 + 2 * t..18 + 2 * t].copy_from_slice(&colsb.to_le_bytes());
+            c[48 + t] = rows;
+        }
+        TileConfig(c)
+    }
+}
+
+/// Three blocks' C tiles, stored for the fold: `[block % 3][token row][16]`.
+#[repr(C, align(64))]
+struct CTiles([[[i32; PANEL]; TOKEN_TILE]; 3]);
+
+/// AMX GEMM of a byte-form 32-element-format matrix over panels `p0..p0 + np`.
+///
+/// # Safety
+/// See [`crate::gemm::QuantKernel`]; needs AMX-INT8 with tile-data permission granted and
+/// AVX-512 F/BW/VNNI; `w` is in the byte form; `a` prepared as [`uses_tiles`] says
+/// (checked).
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usize, out: Out) {
+    debug_assert!(w.kind.block() == BLOCK && !w.small);
+    let (k, t) = (w.k, out.t);
+    let nblk = k / BLOCK;
+    let tpad = t.next_multiple_of(TOKEN_TILE);
+    assert!(
+        a.tpad == tpad
+            && a.tiles.len() >= tpad * k
+            && a.d.len() >= tpad * nblk
+            && w.qs.len() >= (p0 + np) * PANEL * k,
+        "AMX activation tiles not prepared"
+    );
+    let cfg = TileConfig::new();
+    let mut c = CTiles([[[0; PANEL]; TOKEN_TILE]; 3]);
+    // SAFETY: AMX is permitted (contract); the configuration is a valid palette-1 config.
+    unsafe { asm!("ldtilecfg [{0}]", in(reg) cfg.0.as_ptr(), options(nostack, readonly)) };
+    for p in p0..p0 + np {
+        let panel = w.qs[p * PANEL * k..][..PANEL * k].as_ptr();
+        let mask: __mmask16 = if out.valid(p) == PANEL {
+            !0
+        } else {
+            (1u16 << out.valid(p)) - 1
+        };
+        for t0 in (0..t).step_by(TOKEN_TILE) {
+            // SAFETY: rows t0..t0 + 16 of `a` exist (asserted); panel p is the caller's and
+            // its `k` bytes a row exist (asserted); tiles configured above.
+            let acc = unsafe { token_tile(w, a, p, panel, t0, &mut c) };
+            for (i, v) in acc.iter().enumerate().take(t - t0) {
+                // SAFETY: row t0 + i < t exists; masked to the valid columns of panel p.
+                unsafe { _mm512_mask_storeu_ps(out.at(t0 + i, p), mask, *v) };
+            }
+        }
+    }
+    // SAFETY: releases the tile state this function configured.
+    unsafe { asm!("tilerelease", options(nostack, nomem)) };
+}
+
+/// One panel over token rows `t0..t0 + 16`, every block of K: the 16 rows' f32
+/// accumulators (padding rows included; the caller stores only real ones).
+///
+/// # Safety
+/// Tiles configured by [`quant_panels`]; `panel` is panel `p`'s `16 * k` bytes; rows
+/// `t0..t0 + 16` of `a.tiles` and of `a.d` exist.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+unsafe fn token_tile(
+    w: &QuantPacked,
+    a: &Acts,
+    p: usize,
+    panel: *const i8,
+    t0: usize,
+    c: &mut CTiles,
+) -> [__m512; TOKEN_TILE] {
+    let k = w.k;
+    let nblk = k / BLOCK;
+    let mut acc = [_mm512_setzero_ps(); TOKEN_TILE];
+    let x0 = a.tiles[t0 * BLOCK..].as_ptr();
+    let xd = &a.d[t0 * nblk..][..(TOKEN_TILE - 1) * nblk + nblk];
+    // Block b's A tile (16 rows of 32 bytes) starts at x0 + 32 tpad b, its B tile at
+    // panel + 512 b.
+    let bsrc = |b: usize| panel.wrapping_add(b * BLOCK * PANEL);
+    let asrc = |b: usize| x0.wrapping_add(b * BLOCK * a.tpad);
+    // SAFETY: block 0 exists (k >= 32); tiles configured (contract).
+    unsafe { multiply::<0>(asrc(0), bsrc(0)) };
+    for b in 1..nblk + 2 {
+        // The panel streams from memory on the first token tile: fetch 8 blocks (4 KiB, the
+        // next page, where the hardware prefetcher stops) ahead.
+        if t0 == 0 {
+            for l in 0..8 {
+                _mm_prefetch::<_MM_HINT_T0>(bsrc(b + 8).wrapping_add(64 * l).cast());
+            }
+        }
+        if b < nblk {
+            // SAFETY: block b exists; its tiles alternate with block b - 1's.
+            unsafe {
+                if b % 2 == 0 {
+                    multiply::<0>(asrc(b), bsrc(b));
+                } else {
+                    multiply::<1>(asrc(b), bsrc(b));
+                }
+            }
+        }
+        // Block b - 1's C tile (multiplied one block ago) stored now, and folded one block
+        // later still: read back at once, the loads waited on the tile store.
+        if b <= nblk {
+            let sb = b - 1;
+            // SAFETY: tiles configured; the buffer is 1 KiB of 16 rows of 64 bytes.
+            unsafe {
+                if sb % 2 == 0 {
+                    store::<0>(&mut c.0[sb % 3]);
+                } else {
+                    store::<1>(&mut c.0[sb % 3]);
+                }
+            }
+        }
+        if b < 2 {
+            continue;
+        }
+        let pb = b - 2;
+        let buf = &c.0[pb % 3];
+        // The products of signed activations: `isum - corr` already (`BlockFold::add_isum`).
+        let at = (p * nblk + pb) * PANEL;
+        // SAFETY: panel p and block pb exist; AVX-512 F (this function's features).
+        let d = unsafe { _mm512_loadu_ps(w.d[at..at + PANEL].as_ptr()) };
+        for (i, v) in acc.iter_mut().enumerate() {
+            // SAFETY: the row is 16 i32; AVX-512 F.
+            unsafe {
+                let isum = _mm512_cvtepi32_ps(_mm512_load_si512(buf[i].as_ptr().cast()));
+                let s = _mm512_mul_ps(d, _mm512_set1_ps(xd[i * nblk + pb]));
+                *v = _mm512_add_ps(*v, _mm512_mul_ps(s, isum));
+            }
+        }
+    }
+    acc
+}
+
+/// `C_X = A_X . B_X` for one block: C tile `X` zeroed, A tile `2 + X` loaded from `x`
+/// (16 rows of 32 bytes), B tile `4 + X` from `wb` (8 rows of 64 bytes), one `tdpbssd`.
+///
+/// # Safety
+/// Tiles configured by [`quant_panels`]; 512 bytes at `x` and at `wb` are readable.
+#[inline(always)]
+unsafe fn multiply<const X: usize>(x: *const u8, wb: *const i8) {
+    // SAFETY: the contract; tile-register operations and reads of the named memory only.
+    unsafe {
+        if X == 0 {
+            asm!(
+                "tilezero tmm0",
+                "tileloadd tmm2, [{x} + {k}]",
+                "tileloadd tmm4, [{w} + {s}]",
+                "tdpbssd tmm0, tmm2, tmm4",
+                x = in(reg) x, k = in(reg) BLOCK, w = in(reg) wb, s = in(reg) 64usize,
+                options(nostack, readonly),
+            );
+        } else {
+            asm!(
+                "tilezero tmm1",
+                "tileloadd tmm3, [{x} + {k}]",
+                "tileloadd tmm5, [{w} + {s}]",
+                "tdpbssd tmm1, tmm3, tmm5",
+                x = in(reg) x, k = in(reg) BLOCK, w = in(reg) wb, s = in(reg) 64usize,
+                options(nostack, readonly),
+            );
+        }
+    }
+}
+
+/// Stores C tile `X` (16 rows of 16 i32) to `buf`.
+///
+/// # Safety
+/// Tiles configured by [`quant_panels`].
+#[inline(always)]
+unsafe fn store<const X: usize>(buf: &mut [[i32; PANEL]; TOKEN_TILE]) {
+    // SAFETY: the store writes the 1 KiB of `buf`.
+    unsafe {
+        if X == 0 {
+            asm!(
+                "tilestored [{c} + {s}], tmm0",
+                c = in(reg) buf.as_mut_ptr(), s = in(reg) 64usize,
+                options(nostack),
+            );
+        } else {
+            asm!(
+                "tilestored [{c} + {s}], tmm1",
+                c = in(reg) buf.as_mut_ptr(), s = in(reg) 64usize,
+                options(nostack),
+            );
+        }
+    }
+}

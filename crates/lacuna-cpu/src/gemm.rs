@@ -132,14 +132,12 @@ fn run(
     #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
     let mut per_task = 2;
     #[cfg(target_arch = "x86_64")]
-    if let (Path::Amx, Inner::Quant(q)) = (path, &w.inner)
-        && !q.small
-    {
-        if x86::amx::uses_tiles(q.kind, t) {
+    if let (Path::Amx, Inner::Quant(q)) = (path, &w.inner) {
+        if x86::amx::takes(q, t) {
             ws.acts
                 .prepare_tiles(t, k, x86::amx::TOKEN_STEP, 256, false);
             per_task = x86::amx::TASK_PANELS;
-        } else if x86::amx32::uses_tiles(q.kind, t) {
+        } else if !q.small && x86::amx32::uses_tiles(q.kind, t) {
             ws.acts
                 .prepare_tiles(t, k, x86::amx32::TOKEN_TILE, 32, true);
             ws.acts.pad_scales(t, k / 32, x86::amx32::TOKEN_TILE);
@@ -159,12 +157,9 @@ fn run(
     match &w.inner {
         Inner::Quant(q) if q.small && !reads_small(path, q) => small_by_panels(path, q, acts, out),
         Inner::Quant(q) => {
-            // AMX's tiles take the byte form: its small matrices run on the AVX-512 kernel.
-            let kernel = quant_kernel(if q.small && path == Path::Amx {
-                Path::Avx512Vnni
-            } else {
-                path
-            });
+            // The AMX kernel runs what its tiles take and hands the rest (the small form's
+            // planes and level indices, short canvases) to the AVX-512 kernel itself.
+            let kernel = quant_kernel(path);
             let fkernel = float_kernel(path, true);
             for_tasks(q.panels, per_task, |p0, np| {
                 // SAFETY: the path is available (checked above); each task writes only

@@ -15,9 +15,9 @@
 //! one 64-byte line, the first in the low nibbles, and a kernel splits it with a mask and a
 //! shift. Q4_K then takes about 4.9 bits per weight (1.08x the file) instead of 9.9, Q6_K
 //! 8.75 instead of 10.25, and a pass streams that much less; the values, and so every
-//! result, are the same. The AVX-512 VNNI and AVX2 kernels read this form, and packing picks
-//! it where one of them is the active path ([`small_for`]); every other path runs such a
-//! matrix one panel at a time, expanded into the byte layout.
+//! result, are the same. The AVX-512 VNNI, AMX and AVX2 kernels read this form, and packing
+//! picks it where one of them is the active path ([`small_for`]); every other path runs such
+//! a matrix one panel at a time, expanded into the byte layout.
 //!
 //! Where the AVX-512 VNNI kernel is the active path ([`planar_for`]) the small form also
 //! holds Q6_K's weights in 6 bits, Q5_K's in 5 and Q3_K's in 3 ([`QuantPacked::planar`]):
@@ -428,12 +428,13 @@ fn check_bytes(ty: GgmlType, n: usize, k: usize, bytes: &[u8]) -> Result<usize, 
     Ok(row_bytes)
 }
 
-/// Whether packing for `path` picks the small form: on AVX-512 VNNI and AVX2, whose
+/// Whether packing for `path` picks the small form: on AVX-512 VNNI, AMX and AVX2, whose
 /// kernels read it, unless `LACUNA_SMALL_PANELS=0` (a diagnostic, for A/B measurements).
-/// Not on AMX: its tiles take bytes, and a small matrix there would run every canvas on the
-/// AVX-512 kernel; nor AVX-VNNI, whose kernel reads bytes.
+/// Not AVX-VNNI, whose kernel reads bytes. (AMX builds its tiles' planes from Q4_K's
+/// nibbles as from bytes; the 32-element formats stay bytes there: [`Form::Small`] narrows
+/// only the K-quants.)
 pub(crate) fn small_for(path: Path) -> bool {
-    matches!(path, Path::Avx512Vnni | Path::Avx2)
+    matches!(path, Path::Avx512Vnni | Path::Amx | Path::Avx2)
         && std::env::var("LACUNA_SMALL_PANELS").map_or(true, |v| v != "0")
 }
 

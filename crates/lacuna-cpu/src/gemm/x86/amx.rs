@@ -12,7 +12,9 @@
 //!
 //! The planes are made on the fly, per panel and block, into an 8 KiB per-thread buffer
 //! (about 12 vector ops per 64 bytes, 2 for Q4_K: see [`planes_lines`]; shared by every
-//! token), so the repacked weights keep their int8 layout and size. Loop order per task of
+//! token), so the repacked weights keep their layout and size: the byte form, or the small
+//! form ([`QuantPacked::small`]: i8 scales and mins, Q4_K two weights a byte, split with a
+//! mask and a shift before the multiply), which packing picks on this path. Loop order per task of
 //! [`TASK_PANELS`] panels: chunks of K (about 512 KiB of activations, kept in L2), then panels,
 //! then blocks, then steps of two 16-token tiles (a block's step is a *unit*). Tiles: tmm0..3 =
 //! C (tokens 0-15 / 16-31 x hi / lo), tmm4/5 = A (the two token tiles, from [`Acts::tiles`]),
@@ -61,9 +63,12 @@ const Q4_SHIFT: u32 = 3;
 /// 64-byte weight lines per block of 256 (4 weights of 16 rows each).
 const LINES: usize = 64;
 
-/// Whether the AMX kernel takes this matmul (and so wants [`Acts::tiles`] prepared).
-pub(crate) fn uses_tiles(kind: QuantKind, t: usize) -> bool {
-    kind.block() == 256 && t >= MIN_TOKENS
+/// Whether the AMX kernel takes this matmul (and so wants [`Acts::tiles`] prepared): a
+/// 256-element format over at least [`MIN_TOKENS`] tokens, in the byte form or the small
+/// form (Q4_K two weights a byte, i8 scales and mins); the small form's bit planes and level
+/// indices ([`QuantPacked::planar`], [`QuantPacked::lut`]) run the AVX-512 kernel.
+pub(crate) fn takes(w: &QuantPacked, t: usize) -> bool {
+    w.kind.block() == 256 && t >= MIN_TOKENS && !w.planar && !w.lut && !w.half
 }
 
 /// The 64-byte tile configuration (`ldtilecfg` operand), palette 1: all 8 tiles 16 x 64 B.
@@ -123,7 +128,7 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
         // SAFETY: same contract; the caller padded the activations (`crate::gemm`).
         return unsafe { super::amx32::quant_panels(w, a, p0, np, out) };
     }
-    if !uses_tiles(w.kind, out.t) {
+    if !takes(w, out.t) {
         // SAFETY: same contract; AVX-512 F/BW/VNNI is part of this path.
         return unsafe { super::avx512::quant_panels(w, a, p0, np, out) };
     }
@@ -153,13 +158,22 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
                 // out.t rows.
                 unsafe {
                     let bl = blocks.clone();
+                    macro_rules! go {
+                        ($sub:literal, $mins:literal, $q4:literal) => {
+                            if w.small {
+                                panel::<$sub, $mins, $q4, true>(w, a, p, bl, out.t, planes, c, facc)
+                            } else {
+                                panel::<$sub, $mins, $q4, false>(
+                                    w, a, p, bl, out.t, planes, c, facc,
+                                )
+                            }
+                        };
+                    }
                     match (w.kind.sub(), w.kind.has_mins()) {
-                        (16, _) => panel::<16, false, false>(w, a, p, bl, out.t, planes, c, facc),
-                        _ if w.kind == QuantKind::Q4K => {
-                            panel::<32, true, true>(w, a, p, bl, out.t, planes, c, facc)
-                        }
-                        (_, true) => panel::<32, true, false>(w, a, p, bl, out.t, planes, c, facc),
-                        _ => panel::<32, false, false>(w, a, p, bl, out.t, planes, c, facc),
+                        (16, _) => go!(16, false, false),
+                        _ if w.kind == QuantKind::Q4K => go!(32, true, true),
+                        (_, true) => go!(32, true, false),
+                        _ => go!(32, false, false),
                     }
                 }
             }
@@ -209,7 +223,7 @@ fn chunk_blocks(t: usize) -> usize {
 /// caller); `facc` holds `t * 16`.
 #[allow(clippy::too_many_arguments)]
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-unsafe fn panel<const SUB: usize, const MINS: bool, const Q4: bool>(
+unsafe fn panel<const SUB: usize, const MINS: bool, const Q4: bool, const SMALL: bool>(
     w: &QuantPacked,
     a: &Acts,
     p: usize,
@@ -223,7 +237,7 @@ unsafe fn panel<const SUB: usize, const MINS: bool, const Q4: bool>(
     let lines_per_step = LINES.div_ceil(steps);
     let first = blocks.start;
     // SAFETY: AVX-512 BW (contract); panel p and the first block exist.
-    unsafe { planes_lines::<SUB, Q4>(w, p, first, 0..LINES, &mut planes[first % 2]) };
+    unsafe { planes_lines::<SUB, Q4, SMALL>(w, p, first, 0..LINES, &mut planes[first % 2]) };
     // The unit folded next: its block's constants and first token.
     let mut prev: Option<(Fold<MINS, Q4>, usize)> = None;
     let mut u = 0usize;
@@ -236,7 +250,7 @@ unsafe fn panel<const SUB: usize, const MINS: bool, const Q4: bool>(
             (&*y, x)
         };
         // SAFETY: panel p and block b exist.
-        let fold = unsafe { Fold::<MINS, Q4>::new(w, p, b) };
+        let fold = unsafe { Fold::<MINS, Q4>::new::<SMALL>(w, p, b) };
         for i in 0..steps {
             let t0 = i * TOKEN_STEP;
             let (c_cur, c_prev) = if u.is_multiple_of(2) {
@@ -264,7 +278,7 @@ unsafe fn panel<const SUB: usize, const MINS: bool, const Q4: bool>(
                     let s0 = (l0 + j * lq).min(l1);
                     let s1 = (l0 + (j + 1) * lq).min(l1);
                     // SAFETY: AVX-512 BW; panel p and block b + 1 exist.
-                    unsafe { planes_lines::<SUB, Q4>(w, p, b + 1, s0..s1, next) };
+                    unsafe { planes_lines::<SUB, Q4, SMALL>(w, p, b + 1, s0..s1, next) };
                 }
             }
             // SAFETY: tiles configured; `c_cur` is 4 KiB.
@@ -360,12 +374,18 @@ struct Fold<const MINS: bool, const Q4: bool> {
 
 impl<const MINS: bool, const Q4: bool> Fold<MINS, Q4> {
     /// # Safety
-    /// AVX-512 F; panel `p` and block `b` of `w` exist.
-    #[target_feature(enable = "avx512f")]
-    unsafe fn new(w: &QuantPacked, p: usize, b: usize) -> Self {
+    /// AVX-512 F/BW; panel `p` and block `b` of `w` exist; `SMALL` is `w.small`.
+    #[target_feature(enable = "avx512f,avx512bw")]
+    unsafe fn new<const SMALL: bool>(w: &QuantPacked, p: usize, b: usize) -> Self {
         Fold {
-            // SAFETY: the caller's contract.
-            consts: unsafe { BlockFold::new(w, w.k / 256, p, b) },
+            // SAFETY: the caller's contract (`new_small` for the small form's i8 mins).
+            consts: unsafe {
+                if SMALL {
+                    BlockFold::new_small(w, w.k / 256, p, b)
+                } else {
+                    BlockFold::new(w, w.k / 256, p, b)
+                }
+            },
             nblk: w.k / 256,
             b,
         }
@@ -441,11 +461,15 @@ impl<const MINS: bool, const Q4: bool> Fold<MINS, Q4> {
 /// even byte's product cannot carry into the odd one) and a line costs two multiplies
 /// instead of about a dozen operations.
 ///
+/// `SMALL`: `w` in the small form, its scales i8 and (Q4_K) line `2j` in the low nibbles
+/// of line `j`, `2j + 1` in the high ones.
+///
 /// # Safety
 /// AVX-512 F/BW; panel `p` and block `b` of `w` exist and `w` is a K-quant with scales
-/// (Q4_K when `Q4`); `range` within `0..64`.
+/// (Q4_K when `Q4`) in the byte form, or the small form when `SMALL` (not its planes or
+/// level indices); `range` within `0..64`.
 #[target_feature(enable = "avx512f,avx512bw")]
-unsafe fn planes_lines<const SUB: usize, const Q4: bool>(
+unsafe fn planes_lines<const SUB: usize, const Q4: bool, const SMALL: bool>(
     w: &QuantPacked,
     p: usize,
     b: usize,
@@ -463,28 +487,46 @@ unsafe fn planes_lines<const SUB: usize, const Q4: bool>(
     );
     let odd: __mmask64 = 0xAAAA_AAAA_AAAA_AAAA;
     let low6 = _mm512_set1_epi8(63);
-    let src = w.qs[(p * PANEL * k + b * 256 * PANEL)..][..256 * PANEL].as_ptr();
-    let scales = &w.scales[(p * nblk + b) * nsub * PANEL..][..nsub * PANEL];
+    // Q4_K's small form holds lines 2j and 2j + 1 in the low and high nibbles of line j.
+    let nib = Q4 && SMALL;
+    let block_bytes = if nib { 128 * PANEL } else { 256 * PANEL };
+    let src = w.qs[p * w.panel_qs() + b * block_bytes..][..block_bytes].as_ptr();
+    let sc_at = (p * nblk + b) * nsub * PANEL;
+    let low4 = _mm512_set1_epi8(15);
     let mut scv = _mm512_setzero_si512();
     let (mut s_hi, mut s_lo) = (scv, scv);
     let first = range.start;
     for l in range {
         if l == first || l % lines_per_sub == 0 {
-            let sc = &scales[(l / lines_per_sub) * PANEL..][..PANEL];
-            // SAFETY: 16 i32 in bounds.
-            let sc = unsafe { _mm512_loadu_si512(sc.as_ptr().cast()) };
+            let at = sc_at + (l / lines_per_sub) * PANEL;
+            // SAFETY: 16 scales in bounds (i8 in the small form, else i32).
+            let sc = unsafe {
+                if SMALL {
+                    _mm512_cvtepi8_epi32(_mm_loadu_si128(w.scales8[at..at + PANEL].as_ptr().cast()))
+                } else {
+                    _mm512_loadu_si512(w.scales[at..at + PANEL].as_ptr().cast())
+                }
+            };
             scv = _mm512_permutexvar_epi16(idx, sc);
             if Q4 {
                 s_hi = _mm512_srli_epi16::<3>(scv);
                 s_lo = _mm512_and_si512(scv, _mm512_set1_epi16(7));
             }
         }
-        // SAFETY: line l of this panel-block is 64 bytes inside `src` (256 * 16 bytes).
-        let line = unsafe { _mm512_loadu_si512(src.add(l * 64).cast()) };
-        // The next block of this panel is the next 4 KiB page, where the hardware
-        // prefetcher does not follow: fetch it now, a whole block ahead of its use. (A
-        // prefetch never faults, so running past the last block is harmless.)
-        _mm_prefetch::<_MM_HINT_T0>(src.wrapping_add(256 * PANEL + l * 64).cast());
+        let at = if nib { l / 2 * 64 } else { l * 64 };
+        // SAFETY: the line (or nibble line) is 64 bytes inside `src` (`block_bytes`).
+        let raw = unsafe { _mm512_loadu_si512(src.add(at).cast()) };
+        let line = if !nib {
+            raw
+        } else if l % 2 == 0 {
+            _mm512_and_si512(raw, low4)
+        } else {
+            _mm512_and_si512(_mm512_srli_epi16::<4>(raw), low4)
+        };
+        // The next block of this panel is the next 4 KiB page (2 KiB in nibbles), where the
+        // hardware prefetcher does not follow: fetch it now, a whole block ahead of its use.
+        // (A prefetch never faults, so running past the last block is harmless.)
+        _mm_prefetch::<_MM_HINT_T0>(src.wrapping_add(block_bytes + at).cast());
         let (j, r) = (l / 16, l % 16);
         if Q4 {
             // SAFETY: each plane is 4 x 1024 bytes; line r of step j is 64 bytes inside.

@@ -283,6 +283,10 @@ struct BenchOut {
     seq_len: usize,
     threads: i32,
     runs: usize,
+    /// Seconds from the start of loading to a context ready for the first forward (model
+    /// load from its memory map plus context creation): the start-up to compare with
+    /// Lacuna's `startup_s`.
+    load_s: f64,
     ms_per_forward: Vec<f64>,
     median: f64,
     min: f64,
@@ -302,6 +306,7 @@ fn bench(
     if seq_len == 0 || runs == 0 {
         bail!("--seq-len and --runs must be at least 1");
     }
+    let load_start = Instant::now();
     let model = Model::load(model_path, false)?;
     let n_vocab = model.vocab().n_tokens();
     // A deterministic spread of ordinary ids; the cost of a forward pass does not depend
@@ -309,6 +314,7 @@ fn bench(
     let tokens: Vec<i32> =
         (0..seq_len).map(|i| ((i as i64 * 7919 + 13) % i64::from(n_vocab)) as i32).collect();
     let mut session = Session::new(&model, seq_len, threads, false)?;
+    let load_s = load_start.elapsed().as_secs_f64();
     session.forward(&tokens)?; // warm-up
     let mut ms = Vec::with_capacity(runs);
     for _ in 0..runs {
@@ -329,6 +335,7 @@ fn bench(
         seq_len,
         threads,
         runs,
+        load_s,
         median,
         min: sorted[0],
         max: sorted[sorted.len() - 1],

@@ -19,9 +19,10 @@ pub enum Path {
     AvxVnni,
     /// AVX-512 F/BW + VNNI: 512-bit `vpdpbusd`.
     Avx512Vnni,
-    /// AMX-INT8 tiles (`tdpbusd`) for K-quant weights (Q4_K/Q5_K/Q6_K) over canvases of 64
-    /// tokens or more, after Linux granted tile-data permission; everything else (Q8_0/Q4_0,
-    /// float weights, short canvases, the other ops) runs the AVX-512 code.
+    /// AMX-INT8 tiles, after Linux granted tile-data permission: `tdpbusd` for the K-quants
+    /// and IQ4_XS over canvases of 32 tokens or more, `tdpbssd` for the 32-element formats
+    /// (Q8_0, Q4_0, Q5_0, IQ4_NL, ...) from 8 tokens; everything else (float weights,
+    /// shorter canvases, the other ops) runs the AVX-512 code.
     Amx,
     /// aarch64 Advanced SIMD: `smull` + `sadalp` int8 products, `fmla` floats.
     Neon,

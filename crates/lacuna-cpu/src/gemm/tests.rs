@@ -405,14 +405,7 @@ fn amx_chunks_and_tasks_match_scalar() {
     for ty in quant_types().filter(|ty| ty.block_size() == 256) {
         let w = PackedWeight::new(ty, n, k, &weights(ty, n, k, &mut rng, 1.0)).unwrap();
         let x = acts(t, k, &mut rng, 1.0);
-        let want = run(Path::Scalar, &w, &x, t);
-        let got = run(Path::Amx, &w, &x, t);
-        assert!(
-            got.iter()
-                .zip(&want)
-                .all(|(a, b)| a.to_bits() == b.to_bits()),
-            "{ty}"
-        );
+        assert!(amx_matches_scalar(&w, &x, t), "{ty}");
     }
 }
 
@@ -432,15 +425,17 @@ fn amx32_blocks_and_tails_match_scalar() {
             let w = PackedWeight::new(ty, n, k, &weights(ty, n, k, &mut rng, 1.0)).unwrap();
             for t in [7, 8, 9, 16, 33, 70] {
                 let x = acts(t, k, &mut rng, 1.0);
-                let want = run(Path::Scalar, &w, &x, t);
-                let got = run(Path::Amx, &w, &x, t);
-                assert!(
-                    got.iter()
-                        .zip(&want)
-                        .all(|(a, b)| a.to_bits() == b.to_bits()),
-                    "{ty} t={t} k={k}"
-                );
+                assert!(amx_matches_scalar(&w, &x, t), "{ty} t={t} k={k}");
             }
         }
     }
+}
+
+/// Whether the AMX path gives the scalar path's bits for `w` over `t` rows of `x`.
+fn amx_matches_scalar(w: &PackedWeight, x: &[f32], t: usize) -> bool {
+    let want = run(Path::Scalar, w, x, t);
+    let got = run(Path::Amx, w, x, t);
+    got.iter()
+        .zip(&want)
+        .all(|(a, b)| a.to_bits() == b.to_bits())
 }

@@ -71,17 +71,23 @@ pub(crate) fn takes(w: &QuantPacked, t: usize) -> bool {
     w.kind.block() == 256 && t >= MIN_TOKENS && !w.planar && !w.lut && !w.half
 }
 
-/// The 64-byte tile configuration (`ldtilecfg` operand), palette 1: all 8 tiles 16 x 64 B.
+/// The 64-byte tile configuration (`ldtilecfg` operand), palette 1.
 #[repr(C, align(64))]
-struct TileConfig([u8; 64]);
+pub(super) struct TileConfig(pub(super) [u8; 64]);
 
 impl TileConfig {
+    /// This kernel's: all 8 tiles 16 x 64 B.
     fn new() -> TileConfig {
+        TileConfig::with_shapes(&[(16, 64); 8])
+    }
+
+    /// Tiles `tmm0..` shaped `(rows, bytes per row)`, the rest unused.
+    pub(super) fn with_shapes(shapes: &[(u8, u16)]) -> TileConfig {
         let mut c = [0u8; 64];
         c[0] = 1;
-        for t in 0..8 {
-            c[16 + 2 * t..18 + 2 * t].copy_from_slice(&64u16.to_le_bytes());
-            c[48 + t] = 16;
+        for (t, &(rows, colsb)) in shapes.iter().enumerate().take(8) {
+            c[16 + 2 * t..18 + 2 * t].copy_from_slice(&colsb.to_le_bytes());
+            c[48 + t] = rows;
         }
         TileConfig(c)
     }

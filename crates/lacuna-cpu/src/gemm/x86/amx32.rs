@@ -35,6 +35,8 @@ use crate::blocks::QuantKind;
 use crate::out::Out;
 use crate::packed::{PANEL, QuantPacked};
 
+use super::amx::TileConfig;
+
 /// Fewer tokens than this: the AVX-512 kernel (a partly empty token tile costs the tile
 /// unit and the fold as much as a full one). Measured on the 2-vCPU AMX Xeon VM, 2 threads,
 /// Q8_0 and Q4_0, best of 3 alternating runs: at 8 tokens this kernel takes 26 ms against
@@ -53,31 +55,9 @@ pub(crate) fn uses_tiles(kind: QuantKind, t: usize) -> bool {
     kind.block() == BLOCK && t >= MIN_TOKENS
 }
 
-/// The tile configuration, palette 1: tmm0/1 C (16 x 16 i32), tmm2/3 A (16 tokens x 32
-/// bytes), tmm4/5 B (8 rows of 4 K x 16 columns x 4 bytes).
-#[repr(C, align(64))]
-struct TileConfig([u8; 64]);
-
-impl TileConfig {
-    fn new() -> TileConfig {
-        let mut c = [0u8; 64];
-        c[0] = 1;
-        // (rows, bytes per row) of tmm0..tmm5.
-        let shapes = [
-            (16u8, 64u16),
-            (16, 64),
-            (16, 32),
-            (16, 32),
-            (8, 64),
-            (8, 64),
-        ];
-        for (t, &(rows, colsb)) in shapes.iter().enumerate() {
-            c[16 + 2 * t..18 + 2 * t].copy_from_slice(&colsb.to_le_bytes());
-            c[48 + t] = rows;
-        }
-        TileConfig(c)
-    }
-}
+/// The tile shapes `(rows, bytes per row)`: tmm0/1 C (16 x 16 i32), tmm2/3 A (16 tokens x
+/// 32 bytes), tmm4/5 B (8 rows of 4 K x 16 columns x 4 bytes).
+const SHAPES: [(u8, u16); 6] = [(16, 64), (16, 64), (16, 32), (16, 32), (8, 64), (8, 64)];
 
 /// Three blocks' C tiles, stored for the fold: `[block % 3][token row][16]`.
 #[repr(C, align(64))]
@@ -102,7 +82,7 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
             && w.qs.len() >= (p0 + np) * PANEL * k,
         "AMX activation tiles not prepared"
     );
-    let cfg = TileConfig::new();
+    let cfg = TileConfig::with_shapes(&SHAPES);
     let mut c = CTiles([[[0; PANEL]; TOKEN_TILE]; 3]);
     // SAFETY: AMX is permitted (contract); the configuration is a valid palette-1 config.
     unsafe { asm!("ldtilecfg [{0}]", in(reg) cfg.0.as_ptr(), options(nostack, readonly)) };

@@ -216,10 +216,10 @@ impl Acts {
     /// in `tiles`, `[k / width][tpad][width]`, padding the token rows to a multiple of
     /// `step`. A tile's rows are then `width` bytes apart: rows `k` bytes apart, as in `q`,
     /// fall into one L1 set when `k` is a multiple of 4 KiB and evict each other.
-    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     ///
     /// `signed`: the quants unbiased again (two's complement, `u8 ^ 0x80`) for `tdpbssd`,
     /// padding rows 0; else biased, padding rows 128 (zero either way).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(crate) fn prepare_tiles(
         &mut self,
         t: usize,

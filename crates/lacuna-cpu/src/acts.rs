@@ -125,8 +125,9 @@ pub(crate) struct Acts {
     /// Scaled sums of the quants per group, `[t][k / group]`: the activations of the float
     /// offset GEMM (Q8_KSums16 / Q8_1 only).
     pub(crate) g: Vec<f32>,
-    /// The biased quants again, laid out for AMX A tiles: `[k / 256][tpad][256]`, rows from
-    /// `t` to `tpad` set to 128 (zero). Filled by [`Acts::prepare_tiles`] only.
+    /// The quants again, laid out for AMX A tiles: `[k / width][tpad][width]`, biased (or
+    /// signed for `tdpbssd`), rows from `t` to `tpad` zero. Filled by [`Acts::prepare_tiles`]
+    /// only.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(crate) tiles: Vec<u8>,
     /// Token rows of `tiles` (a multiple of the AMX token step), 0 when not prepared.

@@ -137,7 +137,7 @@ fn run(
             ws.acts
                 .prepare_tiles(t, k, x86::amx::TOKEN_STEP, 256, false);
             per_task = x86::amx::TASK_PANELS;
-        } else if !q.small && x86::amx32::uses_tiles(q.kind, t) {
+        } else if x86::amx32::takes(q, t) {
             ws.acts
                 .prepare_tiles(t, k, x86::amx32::TOKEN_TILE, 32, true);
             ws.acts.pad_scales(t, k / 32, x86::amx32::TOKEN_TILE);

@@ -127,10 +127,11 @@ thread_local! {
 ///
 /// # Safety
 /// See [`crate::gemm::QuantKernel`]; needs AMX-INT8 with tile-data permission granted, and
-/// AVX-512 F/BW/VNNI. When [`uses_tiles`] holds, `a.tiles` must have been prepared.
+/// AVX-512 F/BW/VNNI. When [`takes`] (or [`super::amx32::takes`]) holds, `a.tiles` must
+/// have been prepared as it says.
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
 pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usize, out: Out) {
-    if !w.small && super::amx32::uses_tiles(w.kind, out.t) {
+    if super::amx32::takes(w, out.t) {
         // SAFETY: same contract; the caller padded the activations (`crate::gemm`).
         return unsafe { super::amx32::quant_panels(w, a, p0, np, out) };
     }

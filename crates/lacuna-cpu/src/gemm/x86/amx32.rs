@@ -21,17 +21,17 @@
 //! once waits on its store). C tiles tmm0/tmm1, A tiles tmm2/tmm3 and B tiles tmm4/tmm5
 //! alternate between blocks.
 //!
-//! Measured on the 2-vCPU AMX Xeon VM (`bench-results/xeon-2c-amx/kernels/`, 2 threads,
-//! 4096 x 4096): 0.73-0.80x the AVX-512 kernel's time from 16 to 160 tokens for Q8_0, Q4_0
-//! and IQ4_NL. What bounds it: a probe of the unit (one block x 16 tokens x 16 rows) took
-//! about 26 ns for the fold alone and 20-30 ns for the tile work alone (the two A/B tile
-//! loads most of it), about 48 ns together.
+//! Measured on the 2-vCPU AMX Xeon VM (2 threads, 4096 x 4096,
+//! `bench-results/xeon-2c-amx/ab/2026-12-05-amx32.json`): 0.67-0.75x the time of the
+//! AVX-512 kernel it replaced from 16 to 160 tokens for Q8_0, Q4_0, Q5_0 and IQ4_NL. What
+//! bounds it (`kernels/2026-12-05-amx32-unit-probe.json`): one unit (a block x 16 tokens x
+//! 16 rows) took about 26 ns for the fold alone and 20-30 ns for the tile work alone (the two
+//! A/B tile loads most of it), about 48 ns together.
 
 use std::arch::asm;
 use std::arch::x86_64::*;
 
 use crate::acts::Acts;
-use crate::blocks::QuantKind;
 use crate::out::Out;
 use crate::packed::{PANEL, QuantPacked};
 
@@ -48,11 +48,13 @@ pub(crate) const TOKEN_TILE: usize = 16;
 /// Elements per block.
 const BLOCK: usize = 32;
 
-/// Whether this kernel takes a byte-form matrix of `kind` over `t` tokens (and so wants
-/// the activations laid out by [`Acts::prepare_tiles`], signed, [`TOKEN_TILE`] rows a step,
-/// 32 bytes wide, and the scales padded by [`Acts::pad_scales`]).
-pub(crate) fn uses_tiles(kind: QuantKind, t: usize) -> bool {
-    kind.block() == BLOCK && t >= MIN_TOKENS
+/// Whether this kernel takes the matmul: a 32-element format in the byte form (the small
+/// form's 16-bit constants and level indices run the AVX-512 kernel) over at least
+/// [`MIN_TOKENS`] tokens; it then wants the activations laid out by
+/// [`Acts::prepare_tiles`], signed, [`TOKEN_TILE`] rows a step, 32 bytes wide, and the
+/// scales padded by [`Acts::pad_scales`].
+pub(crate) fn takes(w: &QuantPacked, t: usize) -> bool {
+    w.kind.block() == BLOCK && !w.small && t >= MIN_TOKENS
 }
 
 /// The tile shapes `(rows, bytes per row)`: tmm0/1 C (16 x 16 i32), tmm2/3 A (16 tokens x
@@ -67,7 +69,7 @@ struct CTiles([[[i32; PANEL]; TOKEN_TILE]; 3]);
 ///
 /// # Safety
 /// See [`crate::gemm::QuantKernel`]; needs AMX-INT8 with tile-data permission granted and
-/// AVX-512 F/BW/VNNI; `w` is in the byte form; `a` prepared as [`uses_tiles`] says
+/// AVX-512 F/BW/VNNI; [`takes`] holds and `a` is prepared as it says
 /// (checked).
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
 pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usize, out: Out) {
@@ -127,7 +129,7 @@ unsafe fn token_tile(
     let nblk = k / BLOCK;
     let mut acc = [_mm512_setzero_ps(); TOKEN_TILE];
     let x0 = a.tiles[t0 * BLOCK..].as_ptr();
-    let xd = &a.d[t0 * nblk..][..(TOKEN_TILE - 1) * nblk + nblk];
+    let xd = &a.d[t0 * nblk..][..TOKEN_TILE * nblk];
     // Block b's A tile (16 rows of 32 bytes) starts at x0 + 32 tpad b, its B tile at
     // panel + 512 b.
     let bsrc = |b: usize| panel.wrapping_add(b * BLOCK * PANEL);

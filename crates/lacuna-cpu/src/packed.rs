@@ -19,7 +19,7 @@
 //! picks it where one of them is the active path ([`small_for`]); every other path runs such
 //! a matrix one panel at a time, expanded into the byte layout.
 //!
-//! Where the AVX-512 VNNI kernel is the active path ([`planar_for`]) the small form also
+//! Where the AVX-512 VNNI or AMX kernels are the active path ([`planar_for`]) the small form also
 //! holds Q6_K's weights in 6 bits, Q5_K's in 5 and Q3_K's in 3 ([`QuantPacked::planar`]):
 //! `u = q + bias` (32 for Q6_K, 0 for Q5_K, 4 for Q3_K) in bit planes ([`Planes`]). A group
 //! of `G` lines (4 for Q6_K, 8 for Q5_K: one sub-block; 8 for Q3_K: two) is `G * lo / 8`
@@ -430,20 +430,20 @@ fn check_bytes(ty: GgmlType, n: usize, k: usize, bytes: &[u8]) -> Result<usize, 
 
 /// Whether packing for `path` picks the small form: on AVX-512 VNNI, AMX and AVX2, whose
 /// kernels read it, unless `LACUNA_SMALL_PANELS=0` (a diagnostic, for A/B measurements).
-/// Not AVX-VNNI, whose kernel reads bytes. (AMX builds its tiles' planes from Q4_K's
-/// nibbles as from bytes; the 32-element formats stay bytes there: [`Form::Small`] narrows
-/// only the K-quants.)
+/// Not AVX-VNNI, whose kernel reads bytes. (AMX builds its tiles' planes from every small
+/// form of the K-quants, and rebuilds the 32-element formats' level indices into its B
+/// tiles panel by panel.)
 pub(crate) fn small_for(path: Path) -> bool {
     matches!(path, Path::Avx512Vnni | Path::Amx | Path::Avx2)
         && std::env::var("LACUNA_SMALL_PANELS").map_or(true, |v| v != "0")
 }
 
 /// Whether packing for `path` holds Q3_K, Q5_K and Q6_K in bit planes and the level formats
-/// as indices (within the small form): on AVX-512 VNNI, whose kernel reads them, unless
-/// `LACUNA_PLANAR_PANELS=0` (for A/B measurements; `1` keeps the 32-bit block constants
-/// [`Form::Half`] narrows).
+/// as indices (within the small form): on AVX-512 VNNI and AMX, whose kernels read them,
+/// unless `LACUNA_PLANAR_PANELS=0` (for A/B measurements; `1` keeps the 32-bit block
+/// constants [`Form::Half`] narrows).
 pub(crate) fn planar_for(path: Path) -> bool {
-    path == Path::Avx512Vnni
+    matches!(path, Path::Avx512Vnni | Path::Amx)
         && small_for(path)
         && std::env::var("LACUNA_PLANAR_PANELS").map_or(true, |v| v != "0")
 }
@@ -510,7 +510,8 @@ pub(crate) enum Form {
     /// indices ([`QuantPacked::lut`]).
     Planar,
     /// [`Form::Planar`] with 16-bit block constants for the 32-weight formats with an f16
-    /// scale ([`QuantPacked::half`]): what [`PackedWeight::new`] picks on AVX-512 VNNI.
+    /// scale ([`QuantPacked::half`]): what [`PackedWeight::new`] picks on AVX-512 VNNI and
+    /// AMX.
     /// Against the byte form (1 thread, 4096x4096, Q8_0/Q4_0/IQ4_NL) 0.46-0.85x the time
     /// at 1-8 tokens and 0.89-1.02x from 32 on, in less memory; `LACUNA_PLANAR_PANELS=1`
     /// keeps [`Form::Planar`]'s 32-bit constants for A/B measurements.

@@ -14,7 +14,8 @@
 //! (about 12 vector ops per 64 bytes, 2 for Q4_K: see [`planes_lines`]; shared by every
 //! token), so the repacked weights keep their layout and size: the byte form, or the small
 //! form ([`QuantPacked::small`]: i8 scales and mins, Q4_K two weights a byte, split with a
-//! mask and a shift before the multiply), which packing picks on this path. Loop order per task of
+//! mask and a shift before the multiply; Q3_K, Q5_K and Q6_K in bit planes and IQ4_XS as
+//! level indices, each line rebuilt first), which packing picks on this path. Loop order per task of
 //! [`TASK_PANELS`] panels: chunks of K (about 512 KiB of activations, kept in L2), then panels,
 //! then blocks, then steps of two 16-token tiles (a block's step is a *unit*). Tiles: tmm0..3 =
 //! C (tokens 0-15 / 16-31 x hi / lo), tmm4/5 = A (the two token tiles, from [`Acts::tiles`]),
@@ -39,7 +40,7 @@ use std::arch::x86_64::*;
 use crate::acts::Acts;
 use crate::blocks::QuantKind;
 use crate::out::Out;
-use crate::packed::{PANEL, QuantPacked};
+use crate::packed::{PANEL, QuantPacked, levels, planes};
 
 use super::avx512::BlockFold;
 
@@ -63,12 +64,25 @@ const Q4_SHIFT: u32 = 3;
 /// 64-byte weight lines per block of 256 (4 weights of 16 rows each).
 const LINES: usize = 64;
 
+/// Where [`planes_lines`] reads a line's weights besides the byte form and Q4_K's nibbles
+/// (as a `u8` const parameter): the small form's bit planes of 3, 5 or 6 bits
+/// ([`QuantPacked::planar`]) or level indices ([`QuantPacked::lut`]).
+#[derive(Clone, Copy)]
+#[repr(u8)]
+enum Src {
+    Bytes = 0,
+    Bits3 = 3,
+    Bits5 = 5,
+    Bits6 = 6,
+    Levels = 16,
+}
+
 /// Whether the AMX kernel takes this matmul (and so wants [`Acts::tiles`] prepared): a
-/// 256-element format over at least [`MIN_TOKENS`] tokens, in the byte form or the small
-/// form (Q4_K two weights a byte, i8 scales and mins); the small form's bit planes and level
-/// indices ([`QuantPacked::planar`], [`QuantPacked::lut`]) run the AVX-512 kernel.
+/// 256-element format over at least [`MIN_TOKENS`] tokens, in any form (bytes; the small
+/// form's i8 scales and mins, Q4_K two weights a byte; its bit planes for Q3_K, Q5_K and
+/// Q6_K, [`QuantPacked::planar`]; IQ4_XS as level indices, [`QuantPacked::lut`]).
 pub(crate) fn takes(w: &QuantPacked, t: usize) -> bool {
-    w.kind.block() == 256 && t >= MIN_TOKENS && !w.planar && !w.lut && !w.half
+    w.kind.block() == 256 && t >= MIN_TOKENS
 }
 
 /// The 64-byte tile configuration (`ldtilecfg` operand), palette 1.
@@ -168,15 +182,22 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
                     macro_rules! go {
                         ($sub:literal, $mins:literal, $q4:literal) => {
                             if w.small {
-                                panel::<$sub, $mins, $q4, true>(w, a, p, bl, out.t, planes, c, facc)
+                                go!($sub, $mins, $q4, true, Src::Bytes)
                             } else {
-                                panel::<$sub, $mins, $q4, false>(
-                                    w, a, p, bl, out.t, planes, c, facc,
-                                )
+                                go!($sub, $mins, $q4, false, Src::Bytes)
                             }
+                        };
+                        ($sub:literal, $mins:literal, $q4:literal, $small:literal, $src:expr) => {
+                            panel::<$sub, $mins, $q4, $small, { $src as u8 }>(
+                                w, a, p, bl, out.t, planes, c, facc,
+                            )
                         };
                     }
                     match (w.kind.sub(), w.kind.has_mins()) {
+                        _ if w.planar_bits() == 6 => go!(16, false, false, true, Src::Bits6),
+                        _ if w.planar_bits() == 3 => go!(16, false, false, true, Src::Bits3),
+                        _ if w.planar_bits() == 5 => go!(32, true, false, true, Src::Bits5),
+                        _ if w.lut => go!(32, false, false, true, Src::Levels),
                         (16, _) => go!(16, false, false),
                         _ if w.kind == QuantKind::Q4K => go!(32, true, true),
                         (_, true) => go!(32, true, false),
@@ -230,7 +251,13 @@ fn chunk_blocks(t: usize) -> usize {
 /// caller); `facc` holds `t * 16`.
 #[allow(clippy::too_many_arguments)]
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-unsafe fn panel<const SUB: usize, const MINS: bool, const Q4: bool, const SMALL: bool>(
+unsafe fn panel<
+    const SUB: usize,
+    const MINS: bool,
+    const Q4: bool,
+    const SMALL: bool,
+    const SRC: u8,
+>(
     w: &QuantPacked,
     a: &Acts,
     p: usize,
@@ -244,7 +271,7 @@ unsafe fn panel<const SUB: usize, const MINS: bool, const Q4: bool, const SMALL:
     let lines_per_step = LINES.div_ceil(steps);
     let first = blocks.start;
     // SAFETY: AVX-512 BW (contract); panel p and the first block exist.
-    unsafe { planes_lines::<SUB, Q4, SMALL>(w, p, first, 0..LINES, &mut planes[first % 2]) };
+    unsafe { planes_lines::<SUB, Q4, SMALL, SRC>(w, p, first, 0..LINES, &mut planes[first % 2]) };
     // The unit folded next: its block's constants and first token.
     let mut prev: Option<(Fold<MINS, Q4>, usize)> = None;
     let mut u = 0usize;
@@ -285,7 +312,7 @@ unsafe fn panel<const SUB: usize, const MINS: bool, const Q4: bool, const SMALL:
                     let s0 = (l0 + j * lq).min(l1);
                     let s1 = (l0 + (j + 1) * lq).min(l1);
                     // SAFETY: AVX-512 BW; panel p and block b + 1 exist.
-                    unsafe { planes_lines::<SUB, Q4, SMALL>(w, p, b + 1, s0..s1, next) };
+                    unsafe { planes_lines::<SUB, Q4, SMALL, SRC>(w, p, b + 1, s0..s1, next) };
                 }
             }
             // SAFETY: tiles configured; `c_cur` is 4 KiB.
@@ -469,14 +496,17 @@ impl<const MINS: bool, const Q4: bool> Fold<MINS, Q4> {
 /// instead of about a dozen operations.
 ///
 /// `SMALL`: `w` in the small form, its scales i8 and (Q4_K) line `2j` in the low nibbles
-/// of line `j`, `2j + 1` in the high ones.
+/// of line `j`, `2j + 1` in the high ones. `SRC` ([`Src`]): where the small form keeps a
+/// line's weights otherwise: Q3_K, Q5_K and Q6_K's bit planes (a line rebuilt from its
+/// group's line of low bits and line of high bits, less the bias), IQ4_XS's level indices
+/// (nibbles as Q4_K's, looked up with `vpshufb`).
 ///
 /// # Safety
 /// AVX-512 F/BW; panel `p` and block `b` of `w` exist and `w` is a K-quant with scales
-/// (Q4_K when `Q4`) in the byte form, or the small form when `SMALL` (not its planes or
-/// level indices); `range` within `0..64`.
+/// (Q4_K when `Q4`) in the byte form, or the small form when `SMALL`, in planes of `SRC`
+/// bits or level indices as `SRC` says; `range` within `0..64`.
 #[target_feature(enable = "avx512f,avx512bw")]
-unsafe fn planes_lines<const SUB: usize, const Q4: bool, const SMALL: bool>(
+unsafe fn planes_lines<const SUB: usize, const Q4: bool, const SMALL: bool, const SRC: u8>(
     w: &QuantPacked,
     p: usize,
     b: usize,
@@ -494,12 +524,26 @@ unsafe fn planes_lines<const SUB: usize, const Q4: bool, const SMALL: bool>(
     );
     let odd: __mmask64 = 0xAAAA_AAAA_AAAA_AAAA;
     let low6 = _mm512_set1_epi8(63);
-    // Q4_K's small form holds lines 2j and 2j + 1 in the low and high nibbles of line j.
-    let nib = Q4 && SMALL;
-    let block_bytes = if nib { 128 * PANEL } else { 256 * PANEL };
+    // Q4_K's small form and the level indices hold lines 2j and 2j + 1 in the low and high
+    // nibbles of line j.
+    let lut = SRC == Src::Levels as u8;
+    let nib = Q4 && SMALL || lut;
+    let bits = if lut { 0 } else { usize::from(SRC) };
+    let pl = planes(bits);
+    let (per, lo_lines) = (8 / pl.lo, pl.group * pl.lo / 8);
+    let block_bytes = w.panel_qs() / nblk;
     let src = w.qs[p * w.panel_qs() + b * block_bytes..][..block_bytes].as_ptr();
     let sc_at = (p * nblk + b) * nsub * PANEL;
     let low4 = _mm512_set1_epi8(15);
+    let lomask = _mm512_set1_epi8(((1 << pl.lo) - 1) as i8);
+    let hmask = _mm512_set1_epi8((((1 << pl.hi) - 1) << pl.lo) as i8);
+    let bias = _mm512_set1_epi8(pl.bias);
+    let table = if lut {
+        // SAFETY: 16 bytes of a 16-byte array.
+        _mm512_broadcast_i32x4(unsafe { _mm_loadu_si128(levels(w.kind).as_ptr().cast()) })
+    } else {
+        _mm512_setzero_si512()
+    };
     let mut scv = _mm512_setzero_si512();
     let (mut s_hi, mut s_lo) = (scv, scv);
     let first = range.start;
@@ -520,20 +564,56 @@ unsafe fn planes_lines<const SUB: usize, const Q4: bool, const SMALL: bool>(
                 s_lo = _mm512_and_si512(scv, _mm512_set1_epi16(7));
             }
         }
-        let at = if nib { l / 2 * 64 } else { l * 64 };
-        // SAFETY: the line (or nibble line) is 64 bytes inside `src` (`block_bytes`).
-        let raw = unsafe { _mm512_loadu_si512(src.add(at).cast()) };
-        let line = if !nib {
-            raw
-        } else if l % 2 == 0 {
-            _mm512_and_si512(raw, low4)
+        let line = if bits != 0 {
+            // Group l / G: its low lines (line j of the group in low line j / per, at bits
+            // lo * (j % per)), then one line of the group's high bits (`Planes::hi_at`).
+            let (g, j) = (l / pl.group, l % pl.group);
+            let at = g * (lo_lines + 1) * 64;
+            // SAFETY: the group's lo_lines + 1 lines are inside `src` (`block_bytes`).
+            let (raw, top) = unsafe {
+                (
+                    _mm512_loadu_si512(src.add(at + j / per * 64).cast()),
+                    _mm512_loadu_si512(src.add(at + lo_lines * 64).cast()),
+                )
+            };
+            let lo = _mm512_srl_epi16(raw, _mm_set_epi64x(0, (pl.lo * (j % per)) as i64));
+            // The high bits to bit `lo` and up (16-bit shifts: what crosses a byte is
+            // masked off).
+            let up = pl.lo as i64 - pl.hi_at(j) as i64;
+            let hi = if up > 0 {
+                _mm512_sll_epi16(top, _mm_set_epi64x(0, up))
+            } else {
+                _mm512_srl_epi16(top, _mm_set_epi64x(0, -up))
+            };
+            // (lo & lomask) | (hi & hmask), less the bias.
+            let lo = _mm512_and_si512(lo, lomask);
+            let u = _mm512_ternarylogic_epi32::<0xF8>(lo, hi, hmask);
+            _mm512_sub_epi8(u, bias)
         } else {
-            _mm512_and_si512(_mm512_srli_epi16::<4>(raw), low4)
+            let at = if nib { l / 2 * 64 } else { l * 64 };
+            // SAFETY: the line (or nibble line) is 64 bytes inside `src` (`block_bytes`).
+            let raw = unsafe { _mm512_loadu_si512(src.add(at).cast()) };
+            let line = if !nib {
+                raw
+            } else if l % 2 == 0 {
+                _mm512_and_si512(raw, low4)
+            } else {
+                _mm512_and_si512(_mm512_srli_epi16::<4>(raw), low4)
+            };
+            if lut {
+                _mm512_shuffle_epi8(table, line)
+            } else {
+                line
+            }
         };
-        // The next block of this panel is the next 4 KiB page (2 KiB in nibbles), where the
-        // hardware prefetcher does not follow: fetch it now, a whole block ahead of its use.
-        // (A prefetch never faults, so running past the last block is harmless.)
-        _mm_prefetch::<_MM_HINT_T0>(src.wrapping_add(block_bytes + at).cast());
+        // The next block of this panel is the next 4 KiB page (less in the small form's
+        // nibbles and planes), where the hardware prefetcher does not follow: fetch it now,
+        // a whole block ahead of its use, a line's share of it per line. (A prefetch never
+        // faults, so running past the last block is harmless.)
+        _mm_prefetch::<_MM_HINT_T0>(
+            src.wrapping_add(block_bytes + l * block_bytes / LINES)
+                .cast(),
+        );
         let (j, r) = (l / 16, l % 16);
         if Q4 {
             // SAFETY: each plane is 4 x 1024 bytes; line r of step j is 64 bytes inside.

@@ -132,12 +132,19 @@ fn run(
     #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
     let mut per_task = 2;
     #[cfg(target_arch = "x86_64")]
-    if let (Path::Amx, Inner::Quant(q)) = (path, &w.inner) {
-        if x86::amx::takes(q, t) {
+    if path == Path::Amx {
+        // A compact matrix over many tokens runs its panels, decoded to the byte form, on
+        // the AMX kernel too (`compact_by_panels`).
+        let kind = match &w.inner {
+            Inner::Quant(q) => Some(q.kind),
+            Inner::Compact(c) if t >= PANEL_TOKENS => Some(c.kind),
+            _ => None,
+        };
+        if kind.is_some_and(|kind| x86::amx::takes_kind(kind, t)) {
             ws.acts
                 .prepare_tiles(t, k, x86::amx::TOKEN_STEP, 256, false);
             per_task = x86::amx::TASK_PANELS;
-        } else if x86::amx32::takes(q, t) {
+        } else if kind.is_some_and(|kind| x86::amx32::takes_kind(kind, t)) {
             ws.acts
                 .prepare_tiles(t, k, x86::amx32::TOKEN_TILE, 32, true);
             ws.acts.pad_scales(t, k / 32, x86::amx32::TOKEN_TILE);
@@ -200,12 +207,8 @@ const PANEL_TOKENS: usize = 32;
 /// memory held stays the file's size plus one panel per task, and the results are the
 /// repacked layout's bits.
 fn compact_by_panels(path: Path, w: &CompactQuant, acts: &Acts, n: usize, out: Out) {
-    // AMX's kernel needs tile-prepared activations; the AVX-512 one runs the same sums.
-    let kernel = quant_kernel(if path == Path::Amx {
-        Path::Avx512Vnni
-    } else {
-        path
-    });
+    // On AMX `run` prepared the activation tiles the AMX kernels take from here on.
+    let kernel = quant_kernel(path);
     (0..n.div_ceil(PANEL)).into_par_iter().for_each_init(
         || QuantPacked::one_panel(w.kind, w.k),
         |panel, p| {

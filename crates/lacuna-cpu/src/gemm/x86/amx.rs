@@ -82,7 +82,12 @@ enum Src {
 /// form's i8 scales and mins, Q4_K two weights a byte; its bit planes for Q3_K, Q5_K and
 /// Q6_K, [`QuantPacked::planar`]; IQ4_XS as level indices, [`QuantPacked::lut`]).
 pub(crate) fn takes(w: &QuantPacked, t: usize) -> bool {
-    w.kind.block() == 256 && t >= MIN_TOKENS
+    takes_kind(w.kind, t)
+}
+
+/// [`takes`] for a matrix of `kind` in any form (the test needs nothing else).
+pub(crate) fn takes_kind(kind: QuantKind, t: usize) -> bool {
+    kind.block() == 256 && t >= MIN_TOKENS
 }
 
 /// The 64-byte tile configuration (`ldtilecfg` operand), palette 1.

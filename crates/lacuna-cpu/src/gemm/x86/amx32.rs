@@ -41,6 +41,7 @@ use std::arch::asm;
 use std::arch::x86_64::*;
 
 use crate::acts::Acts;
+use crate::blocks::QuantKind;
 use crate::out::Out;
 use crate::packed::{PANEL, QuantPacked, levels};
 
@@ -63,7 +64,12 @@ const BLOCK: usize = 32;
 /// laid out by [`Acts::prepare_tiles`], signed, [`TOKEN_TILE`] rows a step, 32 bytes wide,
 /// and the scales padded by [`Acts::pad_scales`].
 pub(crate) fn takes(w: &QuantPacked, t: usize) -> bool {
-    w.kind.block() == BLOCK && t >= MIN_TOKENS
+    takes_kind(w.kind, t)
+}
+
+/// [`takes`] for a matrix of `kind` in any form (the test needs nothing else).
+pub(crate) fn takes_kind(kind: QuantKind, t: usize) -> bool {
+    kind.block() == BLOCK && t >= MIN_TOKENS
 }
 
 /// The tile shapes `(rows, bytes per row)`: tmm0/1 C (16 x 16 i32), tmm2/3 A (16 tokens x

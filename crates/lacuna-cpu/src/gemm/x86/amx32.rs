@@ -18,7 +18,8 @@
 //! token tile, a block ahead of its multiply, into a per-thread buffer the later token tiles
 //! read from L2. (Against the byte form, 2 threads: the 126464 x 4096 Q4_0 LM head 20 vs
 //! 25 ms at 16 tokens and 37.5 vs 43 at 32, half the bytes streamed; at 4096 x 4096, in L3,
-//! within the noise, 1 thread 0.85-0.95x the time.)
+//! within the noise at 2 threads, on 1 thread at 160 tokens 0.78-0.88x the time:
+//! `bench-results/xeon-2c-amx/ab/2026-12-05-amx-planar.json`.)
 //!
 //! The AVX-512 kernel spends 8 `vpdpbusd` and a broadcast per token and panel-block before
 //! the same fold; here the tile unit takes the products and the vector units only fold

@@ -31,7 +31,9 @@
 //! and the kernel looks the levels up (`vpshufb`): IQ4_XS 4.6 bits per weight (1.09x the
 //! file) instead of 8.6, IQ4_NL and Q4_0 6 instead of 10. And [`Form::Half`] keeps the
 //! 32-weight formats' block constants in 16 bits: Q8_0 9 bits per weight (1.06x the file)
-//! instead of 10, IQ4_NL and Q4_0 5 (1.11x) instead of 6.
+//! instead of 10, IQ4_NL and Q4_0 5 (1.11x) instead of 6; and with them Q5_0's weights in
+//! Q5_K's 5-bit planes, less a bias of 16 ([`BITS5_SIGNED`]): 6 bits per weight (1.09x the
+//! file) instead of 9.
 //!
 //! Q2_K's mins (per 16 weights) and Q4_1/Q5_1's offsets (per 32) are kept as a small float
 //! matrix `[n x k / group]` (1–2 bits per weight more), applied as a second, float GEMM
@@ -83,8 +85,8 @@ pub(crate) struct QuantPacked {
     /// The small form (see the module docs): `scales8` and `mins8` stand for `scales` and
     /// `mins` (empty), narrowed to i8, and for Q4_K `qs` holds two weights a byte.
     pub(crate) small: bool,
-    /// Q3_K/Q5_K/Q6_K in the small form with 3/5/6-bit weights in planes (see the module
-    /// docs).
+    /// Q3_K/Q5_K/Q6_K in the small form with 3/5/6-bit weights in planes, or Q5_0 with
+    /// 5-bit weights as Q5_K's (with [`QuantPacked::half`]; see the module docs).
     pub(crate) planar: bool,
     /// A 32-weight format in the small form: `corr16` and `d16` stand for `corr` and `d`
     /// (empty).
@@ -202,6 +204,7 @@ impl PackedWeight {
             QuantKind::Q6K if small && planar => k / 4 * 3,
             QuantKind::Q5K if small && planar => k / 8 * 5,
             QuantKind::Q3K if small && planar => k / 8 * 3,
+            QuantKind::Q5_0 if half && planar => k / 8 * 5,
             _ => k,
         })?;
         let (scale, min) = if small { (1, 1) } else { (4, 2) };
@@ -737,9 +740,19 @@ pub(crate) struct Planes {
     pub(crate) bias: i8,
 }
 
-/// The planar layout for `bits` (3: Q3_K, 5: Q5_K, 6: Q6_K).
+/// Q5_0's planar form ([`QuantPacked::planar_bits`], the kernels' `BITS`): Q5_K's planes of
+/// 4 + 1 bits, less a bias of 16 (Q5_0's weights are -16..=15, Q5_K's 0..=31).
+pub(crate) const BITS5_SIGNED: usize = 21;
+
+/// The planar layout of the form `bits` (3: Q3_K, 5: Q5_K, 6: Q6_K, [`BITS5_SIGNED`]: Q5_0).
 pub(crate) const fn planes(bits: usize) -> Planes {
     match bits {
+        BITS5_SIGNED => Planes {
+            group: 8,
+            lo: 4,
+            hi: 1,
+            bias: 16,
+        },
         6 => Planes {
             group: 4,
             lo: 4,
@@ -762,6 +775,11 @@ pub(crate) const fn planes(bits: usize) -> Planes {
 }
 
 impl Planes {
+    /// Bits per weight.
+    pub(crate) const fn bits(self) -> usize {
+        self.lo + self.hi
+    }
+
     /// Where line `j` of a group keeps its high bits in the high line: `hi * j`, but for
     /// Q3_K (two sub-blocks of 4 lines a group) bit `2j + p` for line `j` of sub-block `p`,
     /// so that a kernel moves each line's bit in a direction fixed by `j`.
@@ -785,7 +803,7 @@ fn to_planes(bits: usize, bytes: &[i8], out: &mut [i8]) {
     let lo_lines = pl.group / per;
     let u = |q: i8| {
         let u = (q as u8).wrapping_add(pl.bias as u8);
-        debug_assert!(u >> bits == 0, "{q} out of range");
+        debug_assert!(u >> pl.bits() == 0, "{q} out of range");
         u
     };
     for (out, group) in out
@@ -919,7 +937,8 @@ impl QuantPacked {
         let lut = small && form.planar() && lut_kind(kind);
         let planar = small
             && form.planar()
-            && matches!(kind, QuantKind::Q3K | QuantKind::Q5K | QuantKind::Q6K);
+            && matches!(kind, QuantKind::Q3K | QuantKind::Q5K | QuantKind::Q6K)
+            || half && kind == QuantKind::Q5_0;
         let nblk = k / kind.block();
         let nsub = kind.block() / kind.sub();
         let blocks = panels * PANEL * nblk;
@@ -962,12 +981,15 @@ impl QuantPacked {
         self.small && self.kind == QuantKind::Q4K || self.lut
     }
 
-    /// The bits per weight of a planar matrix (5 for Q5_K, 6 for Q6_K), 0 for the others.
+    /// A planar matrix's form, as [`planes`] names it (the kernels' `BITS` parameter): its
+    /// bits per weight (3 for Q3_K, 5 for Q5_K, 6 for Q6_K) or [`BITS5_SIGNED`] (Q5_0); 0
+    /// for the others.
     pub(crate) fn planar_bits(&self) -> usize {
         match self.kind {
             QuantKind::Q3K if self.planar => 3,
             QuantKind::Q5K if self.planar => 5,
             QuantKind::Q6K if self.planar => 6,
+            QuantKind::Q5_0 if self.planar => BITS5_SIGNED,
             _ => 0,
         }
     }
@@ -977,7 +999,7 @@ impl QuantPacked {
         if self.nib() {
             PANEL * self.k / 2
         } else if self.planar {
-            PANEL * self.k / 8 * self.planar_bits()
+            PANEL * self.k / 8 * planes(self.planar_bits()).bits()
         } else {
             PANEL * self.k
         }

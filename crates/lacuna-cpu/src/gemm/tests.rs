@@ -89,7 +89,8 @@ proptest! {
     }
 
     /// The small form (Q4_K two weights a byte, i8 scales and mins), with and without the
-    /// planar forms (Q3_K, Q5_K and Q6_K in bit planes, 16-bit block constants), gives the byte form's bits for every quantized type on every
+    /// planar forms (Q3_K, Q5_K and Q6_K in bit planes; 16-bit block constants, Q5_0 then in
+    /// planes too), gives the byte form's bits for every quantized type on every
     /// path (natively on AVX-512 VNNI and AMX, and AVX2 but for the planar forms; expanded
     /// panel by panel elsewhere), over 1..=130 tokens.
     #[test]
@@ -105,8 +106,13 @@ proptest! {
             let want = run(Path::Scalar, &held, &x, t);
             for form in [Form::Small, Form::Planar, Form::Half] {
                 let small = PackedWeight::new_with(ty, n, k, &bytes, form).unwrap();
-                let planar = matches!(ty, GgmlType::Q3_K | GgmlType::Q5_K | GgmlType::Q6_K);
-                prop_assert_eq!(small.is_planar(), form != Form::Small && planar);
+                // Q5_0's planes come with its 16-bit constants.
+                let planar = match ty {
+                    GgmlType::Q3_K | GgmlType::Q5_K | GgmlType::Q6_K => form != Form::Small,
+                    GgmlType::Q5_0 => form == Form::Half,
+                    _ => false,
+                };
+                prop_assert_eq!(small.is_planar(), planar, "{:?} {}", form, ty);
                 if small.is_small() {
                     prop_assert!(small.packed_bytes() < held.packed_bytes(), "{ty}");
                 }

@@ -140,14 +140,59 @@ fn small_panels_hold_nibble_line_pairs_and_expand_back() {
 fn planar_panels_hold_low_and_high_bits_and_expand_back() {
     let mut rng = crate::testing::Rng(5);
     let (n, k) = (19, 512);
-    // (type, bits, lines per group, low bits, bias, high bit of line j, bytes per row and
-    // block of 256: weights, i8 scales (and mins), `corr`, `d` (and `dmin`))
-    type Case = (GgmlType, usize, usize, usize, i8, fn(usize) -> usize, usize);
-    let cases: [Case; 3] = [
-        (GgmlType::Q6_K, 6, 4, 4, 32, |j| 2 * j, 192 + 16 + 8),
-        (GgmlType::Q5_K, 5, 8, 4, 0, |j| j, 160 + 8 + 8 + 12),
-        (
+    /// One planar form: its type, the form that holds it, its code
+    /// ([`QuantPacked::planar_bits`]), bits per weight, lines per group, low bits, bias, the
+    /// high bit of line j, and bytes per row and 256 weights (weights, i8 scales and mins,
+    /// `corr`, `d` and `dmin`; for Q5_0 8 blocks of weights and 16-bit `corr` and `d`).
+    struct Case {
+        ty: GgmlType,
+        form: Form,
+        code: usize,
+        bits: usize,
+        g: usize,
+        lo: usize,
+        bias: i8,
+        hi_at: fn(usize) -> usize,
+        per_block: usize,
+    }
+    let case = |ty, form, code, bits, g, lo, bias, hi_at, per_block| Case {
+        ty,
+        form,
+        code,
+        bits,
+        g,
+        lo,
+        bias,
+        hi_at,
+        per_block,
+    };
+    let cases = [
+        case(
+            GgmlType::Q6_K,
+            Form::Planar,
+            6,
+            6,
+            4,
+            4,
+            32,
+            |j| 2 * j,
+            192 + 16 + 8,
+        ),
+        case(
+            GgmlType::Q5_K,
+            Form::Planar,
+            5,
+            5,
+            8,
+            4,
+            0,
+            |j| j,
+            160 + 8 + 8 + 12,
+        ),
+        case(
             GgmlType::Q3_K,
+            Form::Planar,
+            3,
             3,
             8,
             2,
@@ -155,16 +200,38 @@ fn planar_panels_hold_low_and_high_bits_and_expand_back() {
             |j| 2 * (j % 4) + j / 4,
             96 + 16 + 8,
         ),
+        case(
+            GgmlType::Q5_0,
+            Form::Half,
+            BITS5_SIGNED,
+            5,
+            8,
+            4,
+            16,
+            |j| j,
+            8 * (20 + 2 + 2),
+        ),
     ];
-    for (ty, bits, g, lo, bias, hi_at, per_block) in cases {
+    for c in cases {
+        let Case {
+            ty,
+            form,
+            code,
+            bits,
+            g,
+            lo,
+            bias,
+            hi_at,
+            per_block,
+        } = c;
         let bytes = crate::testing::weights(ty, n, k, &mut rng, 1.0);
         let held = PackedWeight::new_with(ty, n, k, &bytes, Form::Bytes).unwrap();
-        let planar = PackedWeight::new_with(ty, n, k, &bytes, Form::Planar).unwrap();
+        let planar = PackedWeight::new_with(ty, n, k, &bytes, form).unwrap();
         let (Inner::Quant(b), Inner::Quant(q)) = (&held.inner, &planar.inner) else {
             panic!("quantized layouts expected");
         };
         assert!(q.planar && q.small && !q.nib() && !b.planar && planar.is_planar());
-        assert_eq!(q.planar_bits(), bits);
+        assert_eq!(q.planar_bits(), code);
         assert_eq!(q.qs.len() * 8, b.qs.len() * bits);
         // Group i of g lines: low lines (line j in low line j / per at bits lo * (j % per)),
         // then one line of the high bits of q + bias.

@@ -13,10 +13,11 @@
 //!
 //! The small form packing picks on this path ([`QuantPacked::half`]: the scale as f16, for
 //! Q8_0, Q4_0, Q5_0 and IQ4_NL; [`QuantPacked::lut`]: Q4_0 and IQ4_NL as level indices,
-//! two a byte) is read as well: f16 scales widen exactly to the byte form's f32, and a
-//! panel of indices is rebuilt into the byte form's lines with `vpshufb` on the first
-//! token tile, a block ahead of its multiply, into a per-thread buffer the later token tiles
-//! read from L2. (Against the byte form, 2 threads: the 126464 x 4096 Q4_0 LM head 20 vs
+//! two a byte; [`QuantPacked::planar`]: Q5_0 in 5-bit planes) is read as well: f16 scales
+//! widen exactly to the byte form's f32, and a panel of indices or planes is rebuilt into
+//! the byte form's lines (the AVX-512 kernel's [`Lines`]: `vpshufb` for the levels) on the
+//! first token tile, a block ahead of its multiply, into a per-thread buffer the later token
+//! tiles read from L2. (Against the byte form, 2 threads: the 126464 x 4096 Q4_0 LM head 20 vs
 //! 25 ms at 16 tokens and 37.5 vs 43 at 32, half the bytes streamed; at 4096 x 4096, in L3,
 //! within the noise at 2 threads, on 1 thread at 160 tokens 0.78-0.88x the time:
 //! `bench-results/xeon-2c-amx/ab/2026-12-05-amx-planar.json`.)
@@ -44,9 +45,10 @@ use std::arch::x86_64::*;
 use crate::acts::Acts;
 use crate::blocks::QuantKind;
 use crate::out::Out;
-use crate::packed::{PANEL, QuantPacked, levels};
+use crate::packed::{BITS5_SIGNED, PANEL, QuantPacked, levels};
 
 use super::amx::TileConfig;
+use super::avx512::Lines;
 
 /// Fewer tokens than this: the AVX-512 kernel (a partly empty token tile costs the tile
 /// unit and the fold as much as a full one). Measured on the 2-vCPU AMX Xeon VM, 2 threads,
@@ -81,14 +83,14 @@ const SHAPES: [(u8, u16); 6] = [(16, 64), (16, 64), (16, 32), (16, 32), (8, 64),
 #[repr(C, align(64))]
 struct CTiles([[[i32; PANEL]; TOKEN_TILE]; 3]);
 
-/// One 64-byte line of a panel rebuilt from level indices.
+/// One 64-byte line of a panel rebuilt from level indices or planes.
 #[repr(C, align(64))]
 #[derive(Clone, Copy)]
 struct Line([i8; 64]);
 
 thread_local! {
-    /// A panel of level indices rebuilt into the byte form (`k / 4` lines), on the first
-    /// token tile, for the B tiles of every token tile.
+    /// A panel of level indices or planes rebuilt into the byte form (`k / 4` lines), on
+    /// the first token tile, for the B tiles of every token tile.
     static REBUILT: std::cell::RefCell<Vec<Line>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
@@ -117,10 +119,11 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
     // SAFETY: AMX is permitted (contract); the configuration is a valid palette-1 config.
     unsafe { asm!("ldtilecfg [{0}]", in(reg) cfg.0.as_ptr(), options(nostack, readonly)) };
     REBUILT.with_borrow_mut(|rebuilt| {
-        if w.lut && rebuilt.len() < k / 4 {
+        if (w.lut || w.planar) && rebuilt.len() < k / 4 {
             rebuilt.resize(k / 4, Line([0; 64]));
         }
-        // SAFETY: as this function's (the buffer holds a panel's `k / 4` lines when lut).
+        // SAFETY: as this function's (the buffer holds a panel's `k / 4` lines when lut or
+        // planar).
         unsafe { panels(w, a, p0, np, out, rebuilt.as_mut_ptr().cast(), &mut c) }
     });
     // SAFETY: releases the tile state this function configured.
@@ -128,7 +131,7 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
 }
 
 /// Panels `p0..p0 + np` of [`quant_panels`]; `rebuilt` a panel's `16 * k` bytes when
-/// `w.lut`.
+/// `w.lut` or `w.planar`.
 ///
 /// # Safety
 /// As [`quant_panels`], whose checks have passed and which configured the tiles.
@@ -154,11 +157,22 @@ unsafe fn panels(
             // SAFETY: rows t0..t0 + 16 of `a` exist (asserted); panel p is the caller's and
             // its bytes exist (asserted); tiles configured; `rebuilt` as the contract says.
             let acc = unsafe {
-                match (w.half, w.lut) {
-                    (false, false) => token_tile::<false, false>(w, a, p, panel, rebuilt, t0, c),
-                    (true, false) => token_tile::<true, false>(w, a, p, panel, rebuilt, t0, c),
-                    (false, true) => token_tile::<false, true>(w, a, p, panel, rebuilt, t0, c),
-                    (true, true) => token_tile::<true, true>(w, a, p, panel, rebuilt, t0, c),
+                match (w.half, w.lut, w.planar_bits()) {
+                    (true, false, BITS5_SIGNED) => token_tile::<true, false, BITS5_SIGNED, false>(
+                        w, a, p, panel, rebuilt, t0, c,
+                    ),
+                    (false, false, _) => {
+                        token_tile::<false, false, 0, false>(w, a, p, panel, rebuilt, t0, c)
+                    }
+                    (true, false, _) => {
+                        token_tile::<true, false, 0, false>(w, a, p, panel, rebuilt, t0, c)
+                    }
+                    (false, true, _) => {
+                        token_tile::<false, true, 0, true>(w, a, p, panel, rebuilt, t0, c)
+                    }
+                    (true, true, _) => {
+                        token_tile::<true, true, 0, true>(w, a, p, panel, rebuilt, t0, c)
+                    }
                 }
             };
             for (i, v) in acc.iter().enumerate().take(t - t0) {
@@ -171,19 +185,21 @@ unsafe fn panels(
 
 /// One panel over token rows `t0..t0 + 16`, every block of K: the 16 rows' f32
 /// accumulators (padding rows included; the caller stores only real ones). `HALF`: the
-/// scales are f16 (`w.d16`); `LUT`: the panel holds level indices, two a byte, rebuilt
-/// into `rebuilt` on the first token tile (a block ahead of its multiply) and read from
-/// there by every token tile.
+/// scales are f16 (`w.d16`); `NIB`, `BITS` and `LUT` as for the AVX-512 kernel's lines
+/// ([`Lines`]): the panel holds level indices, two a byte (`NIB` and `LUT`), or Q5_0's
+/// planes (`BITS`), rebuilt into `rebuilt` on the first token tile (a block ahead of its
+/// multiply) and read from there by every token tile.
 ///
 /// # Safety
 /// Tiles configured by [`quant_panels`]; `panel` is panel `p`'s bytes (`w.panel_qs()`);
-/// rows `t0..t0 + 16` of `a.tiles` and of `a.d` exist; `HALF` and `LUT` are `w.half` and
-/// `w.lut`, and with `LUT` `rebuilt` holds `16 * k` bytes, written by the call of
-/// `t0 = 0` for this panel before any other.
+/// rows `t0..t0 + 16` of `a.tiles` and of `a.d` exist; `HALF`, `NIB`, `BITS` and `LUT` are
+/// `w.half`, `w.nib()`, `w.planar_bits()` and `w.lut`, and when the panel is rebuilt
+/// `rebuilt` holds `16 * k` bytes, written by the call of `t0 = 0` for this panel before any
+/// other.
 #[allow(clippy::too_many_arguments)]
 #[inline]
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-unsafe fn token_tile<const HALF: bool, const LUT: bool>(
+unsafe fn token_tile<const HALF: bool, const NIB: bool, const BITS: usize, const LUT: bool>(
     w: &QuantPacked,
     a: &Acts,
     p: usize,
@@ -194,51 +210,41 @@ unsafe fn token_tile<const HALF: bool, const LUT: bool>(
 ) -> [__m512; TOKEN_TILE] {
     let k = w.k;
     let nblk = k / BLOCK;
+    debug_assert!(HALF == w.half && NIB == w.nib() && BITS == w.planar_bits() && LUT == w.lut);
+    // Whether the panel is rebuilt into the byte form before its multiply.
+    let rebuilds = NIB || BITS != 0;
     let mut acc = [_mm512_setzero_ps(); TOKEN_TILE];
     let x0 = a.tiles[t0 * BLOCK..].as_ptr();
     let xd = &a.d[t0 * nblk..][..TOKEN_TILE * nblk];
     // Block b's A tile (16 rows of 32 bytes) starts at x0 + 32 tpad b, its B tile at
-    // 512 b of the panel (of `rebuilt` for level indices, at 256 b in the panel).
-    let src_block = if LUT {
-        BLOCK * PANEL / 2
-    } else {
-        BLOCK * PANEL
-    };
+    // 512 b of the panel (of `rebuilt` for level indices and planes, from `src_block * b` in
+    // the panel: 256 and 320 bytes a block).
+    let src_block = w.panel_qs() / nblk;
     let bsrc = |b: usize| {
-        if LUT {
+        if rebuilds {
             rebuilt.cast_const().wrapping_add(b * BLOCK * PANEL)
         } else {
             panel.wrapping_add(b * BLOCK * PANEL)
         }
     };
     let asrc = |b: usize| x0.wrapping_add(b * BLOCK * a.tpad);
-    let table = if LUT {
-        // SAFETY: 16 bytes of a 16-byte array; AVX-512 F.
-        unsafe { _mm512_broadcast_i32x4(_mm_loadu_si128(levels(w.kind).as_ptr().cast())) }
-    } else {
-        _mm512_setzero_si512()
-    };
-    // Block b's 8 byte lines from its 4 lines of index pairs (line 2i in the low nibbles of
-    // line i, 2i + 1 in the high ones).
+    // SAFETY: AVX-512 F (this function's features).
+    let lines = unsafe { Lines::<NIB, BITS, LUT>::new(levels(w.kind)) };
+    // Block b's 8 byte lines, as the AVX-512 kernel rebuilds them.
     let rebuild = |b: usize| {
-        let low4 = _mm512_set1_epi8(15);
-        for i in 0..4 {
-            // SAFETY: block b < nblk of the panel (256 bytes) and of `rebuilt` (512 bytes),
-            // by the contract; AVX-512 F/BW.
+        let (mut high, mut top) = (_mm512_setzero_si512(), _mm512_setzero_si512());
+        for g in 0..BLOCK / 4 {
+            // SAFETY: block b < nblk of the panel (in its form, by the contract) and of
+            // `rebuilt` (512 bytes); lines asked in order within the block; AVX-512 F/BW.
             unsafe {
-                let v = _mm512_loadu_si512(panel.add(b * src_block + 64 * i).cast());
-                let lo = _mm512_shuffle_epi8(table, _mm512_and_si512(v, low4));
-                let hi = _mm512_and_si512(_mm512_srli_epi16::<4>(v), low4);
-                let hi = _mm512_shuffle_epi8(table, hi);
-                let dst = rebuilt.add(b * BLOCK * PANEL + 128 * i);
-                _mm512_storeu_si512(dst.cast(), lo);
-                _mm512_storeu_si512(dst.add(64).cast(), hi);
+                let v = lines.line::<BLOCK>(panel, b * BLOCK, g, &mut high, &mut top);
+                _mm512_storeu_si512(rebuilt.add((b * BLOCK + 4 * g) * PANEL).cast(), v);
             }
         }
     };
     // A block is rebuilt one block ahead of its multiply (a tile load right behind the
     // stores of its bytes waited on them).
-    if LUT && t0 == 0 {
+    if rebuilds && t0 == 0 {
         rebuild(0);
         if nblk > 1 {
             rebuild(1);
@@ -257,7 +263,7 @@ unsafe fn token_tile<const HALF: bool, const LUT: bool>(
             }
         }
         if b < nblk {
-            if LUT && t0 == 0 && b + 1 < nblk {
+            if rebuilds && t0 == 0 && b + 1 < nblk {
                 rebuild(b + 1);
             }
             // SAFETY: block b exists; its tiles alternate with block b - 1's.

@@ -7,7 +7,7 @@ use std::arch::x86_64::*;
 use crate::acts::Acts;
 use crate::blocks::QuantKind;
 use crate::out::Out;
-use crate::packed::{FloatPacked, PANEL, QuantPacked, levels, planes};
+use crate::packed::{BITS5_SIGNED, FloatPacked, PANEL, QuantPacked, levels, planes};
 
 /// Tokens per register tile: 2 panels x 6 tokens = 12 independent `vpdpbusd` chains, enough
 /// to cover its latency (measured best-of-30, 1 thread, Q4_K 4096² T=160: 280 GOP/s with 4
@@ -55,7 +55,7 @@ thread_local! {
 pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usize, out: Out) {
     // Token tiles over panels whose weights start at `src`, `stride` bytes a panel.
     macro_rules! run {
-        ($sub:literal, $sc:literal, $mins:literal, $nib:literal, $small:literal, $bits:literal, $lut:literal, $src:expr, $stride:expr) => {{
+        ($sub:literal, $sc:literal, $mins:literal, $nib:literal, $small:literal, $bits:expr, $lut:literal, $src:expr, $stride:expr) => {{
             let (src, stride): (*const i8, usize) = ($src, $stride);
             let mut t0 = 0;
             while t0 < out.t {
@@ -64,40 +64,40 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
                 // holds `np` panels of `stride` bytes in the form the parameters name.
                 unsafe {
                     match (np, tt) {
-                        (2, 6) => tile::<2, 6, $sub, $sc, $mins, $nib, $small, $bits, $lut>(
+                        (2, 6) => tile::<2, 6, $sub, $sc, $mins, $nib, $small, { $bits }, $lut>(
                             w, a, p0, t0, out, src, stride,
                         ),
-                        (2, 5) => tile::<2, 5, $sub, $sc, $mins, $nib, $small, $bits, $lut>(
+                        (2, 5) => tile::<2, 5, $sub, $sc, $mins, $nib, $small, { $bits }, $lut>(
                             w, a, p0, t0, out, src, stride,
                         ),
-                        (2, 4) => tile::<2, 4, $sub, $sc, $mins, $nib, $small, $bits, $lut>(
+                        (2, 4) => tile::<2, 4, $sub, $sc, $mins, $nib, $small, { $bits }, $lut>(
                             w, a, p0, t0, out, src, stride,
                         ),
-                        (2, 3) => tile::<2, 3, $sub, $sc, $mins, $nib, $small, $bits, $lut>(
+                        (2, 3) => tile::<2, 3, $sub, $sc, $mins, $nib, $small, { $bits }, $lut>(
                             w, a, p0, t0, out, src, stride,
                         ),
-                        (2, 2) => tile::<2, 2, $sub, $sc, $mins, $nib, $small, $bits, $lut>(
+                        (2, 2) => tile::<2, 2, $sub, $sc, $mins, $nib, $small, { $bits }, $lut>(
                             w, a, p0, t0, out, src, stride,
                         ),
-                        (2, _) => tile::<2, 1, $sub, $sc, $mins, $nib, $small, $bits, $lut>(
+                        (2, _) => tile::<2, 1, $sub, $sc, $mins, $nib, $small, { $bits }, $lut>(
                             w, a, p0, t0, out, src, stride,
                         ),
-                        (_, 6) => tile::<1, 6, $sub, $sc, $mins, $nib, $small, $bits, $lut>(
+                        (_, 6) => tile::<1, 6, $sub, $sc, $mins, $nib, $small, { $bits }, $lut>(
                             w, a, p0, t0, out, src, stride,
                         ),
-                        (_, 5) => tile::<1, 5, $sub, $sc, $mins, $nib, $small, $bits, $lut>(
+                        (_, 5) => tile::<1, 5, $sub, $sc, $mins, $nib, $small, { $bits }, $lut>(
                             w, a, p0, t0, out, src, stride,
                         ),
-                        (_, 4) => tile::<1, 4, $sub, $sc, $mins, $nib, $small, $bits, $lut>(
+                        (_, 4) => tile::<1, 4, $sub, $sc, $mins, $nib, $small, { $bits }, $lut>(
                             w, a, p0, t0, out, src, stride,
                         ),
-                        (_, 3) => tile::<1, 3, $sub, $sc, $mins, $nib, $small, $bits, $lut>(
+                        (_, 3) => tile::<1, 3, $sub, $sc, $mins, $nib, $small, { $bits }, $lut>(
                             w, a, p0, t0, out, src, stride,
                         ),
-                        (_, 2) => tile::<1, 2, $sub, $sc, $mins, $nib, $small, $bits, $lut>(
+                        (_, 2) => tile::<1, 2, $sub, $sc, $mins, $nib, $small, { $bits }, $lut>(
                             w, a, p0, t0, out, src, stride,
                         ),
-                        (_, _) => tile::<1, 1, $sub, $sc, $mins, $nib, $small, $bits, $lut>(
+                        (_, _) => tile::<1, 1, $sub, $sc, $mins, $nib, $small, { $bits }, $lut>(
                             w, a, p0, t0, out, src, stride,
                         ),
                     }
@@ -111,7 +111,7 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
         ($sub:literal, $sc:literal, $mins:literal) => {
             go!($sub, $sc, $mins, false, false, 0, false)
         };
-        ($sub:literal, $sc:literal, $mins:literal, $nib:literal, $small:literal, $bits:literal, $lut:literal) => {{
+        ($sub:literal, $sc:literal, $mins:literal, $nib:literal, $small:literal, $bits:expr, $lut:literal) => {{
             let stride = w.panel_qs();
             run!(
                 $sub,
@@ -129,10 +129,10 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
     // A matrix of planes, nibbles or level indices: over many tokens, its panels rebuilt once
     // into the byte form (the small form's constants stay where they are), else `go!`.
     macro_rules! rebuilt {
-        ($sub:literal, $sc:literal, $mins:literal, $nib:literal, $bits:literal, $lut:literal) => {
+        ($sub:literal, $sc:literal, $mins:literal, $nib:literal, $bits:expr, $lut:literal) => {
             rebuilt!($sub, $sc, $mins, $nib, true, $bits, $lut)
         };
-        ($sub:literal, $sc:literal, $mins:literal, $nib:literal, $small:literal, $bits:literal, $lut:literal) => {{
+        ($sub:literal, $sc:literal, $mins:literal, $nib:literal, $small:literal, $bits:expr, $lut:literal) => {{
             if out.t >= expand_tokens() {
                 EXPANDED.with_borrow_mut(|buf| {
                     let stride = w.k * PANEL;
@@ -140,7 +140,7 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
                     let dst = buf.as_mut_ptr().cast::<i8>();
                     // SAFETY: `buf` holds `np` panels of `stride` bytes; AVX-512 F/BW (this
                     // function's features); the form is the matrix's.
-                    unsafe { expand::<$sub, $nib, $bits, $lut>(w, p0, np, dst, stride) };
+                    unsafe { expand::<$sub, $nib, { $bits }, $lut>(w, p0, np, dst, stride) };
                     run!(
                         $sub,
                         $sc,
@@ -176,6 +176,8 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
             rebuilt!(32, false, false, true, false, 0, true)
         }
         QuantKind::Q4_0 | QuantKind::IQ4NL if w.lut => rebuilt!(32, false, false, true, 0, true),
+        // Q5_0 in Q5_K's planes, less its bias ([`BITS5_SIGNED`]), with 16-bit constants.
+        QuantKind::Q5_0 if w.planar => rebuilt!(32, false, false, false, BITS5_SIGNED, false),
         QuantKind::Q8_0 | QuantKind::Q4_0 | QuantKind::Q5_0 | QuantKind::IQ4NL if w.half => {
             go!(32, false, false, false, true, 0, false)
         }
@@ -191,7 +193,7 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
 
 /// The constants that rebuild lines of 64 weights (4 columns of a panel's 16 rows) from a
 /// small panel's bytes: `NIB`, `BITS` and `LUT` as for [`tile`].
-struct Lines<const NIB: bool, const BITS: usize, const LUT: bool> {
+pub(super) struct Lines<const NIB: bool, const BITS: usize, const LUT: bool> {
     /// The 16 levels in each 128-bit lane, for `vpshufb` (LUT only).
     table: __m512i,
     lomask: __m512i,
@@ -207,7 +209,7 @@ impl<const NIB: bool, const BITS: usize, const LUT: bool> Lines<NIB, BITS, LUT> 
     /// # Safety
     /// AVX-512 F in the caller.
     #[inline(always)]
-    unsafe fn new(levels: &[i8; 16]) -> Self {
+    pub(super) unsafe fn new(levels: &[i8; 16]) -> Self {
         let pl = planes(BITS);
         // SAFETY: register-only AVX-512 F operations, and 16 bytes read from a 16-byte
         // array (the caller's contract).
@@ -235,7 +237,7 @@ impl<const NIB: bool, const BITS: usize, const LUT: bool> Lines<NIB, BITS, LUT> 
     /// AVX-512 F/BW in the caller; the panel at `q` is in this form and holds column
     /// `k0 + 4g + 3`.
     #[inline(always)]
-    unsafe fn line<const SUB: usize>(
+    pub(super) unsafe fn line<const SUB: usize>(
         &self,
         q: *const i8,
         k0: usize,
@@ -355,8 +357,9 @@ unsafe fn expand<const SUB: usize, const NIB: bool, const BITS: usize, const LUT
 /// One register tile: panels `p0..p0+R`, tokens `t0..t0+T`, all of K, the weights of panel
 /// `p0 + r` at `src + r * stride`. `SMALL`: the small form (`w.small`: i8 scales and mins,
 /// widened when loaded); `NIB`: its Q4_K weights two to a byte, split into the two lines
-/// they hold when loaded; `BITS` (3, 5 or 6, else 0): its Q3_K, Q5_K or Q6_K weights in bit
-/// planes (`w.planar`), each line rebuilt from a line of low bits and a line of high bits;
+/// they hold when loaded; `BITS` (3, 5 or 6, [`BITS5_SIGNED`], else 0): its Q3_K, Q5_K,
+/// Q6_K or Q5_0 weights in bit planes (`w.planar`, [`QuantPacked::planar_bits`]), each line
+/// rebuilt from a line of low bits and a line of high bits, less the form's bias;
 /// `LUT` (with `NIB`): the nibbles are indices into the kind's 16 levels (`w.lut`), looked
 /// up with `vpshufb`. A small matrix's weights rebuilt into bytes ([`expand`]) run with
 /// `SMALL` alone.

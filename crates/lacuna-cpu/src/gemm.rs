@@ -173,12 +173,8 @@ fn run(
                 // the columns of its own panels (see `Out`).
                 unsafe { kernel(q, acts, p0, np, out) }
                 // The float offsets, added to the same panels by the same task.
-                if let Some(m) = &q.affine {
-                    for p in (p0..p0 + np).step_by(2) {
-                        // SAFETY: as above; the float kernels take one or two panels.
-                        unsafe { fkernel(m, &acts.g, p, (p0 + np - p).min(2), out) }
-                    }
-                }
+                // SAFETY: as above.
+                unsafe { add_offsets(q, fkernel, &acts.g, p0, np, out) }
             });
         }
         Inner::Float(f) => {
@@ -229,15 +225,58 @@ fn compact_by_panels(path: Path, w: &CompactQuant, acts: &Acts, n: usize, out: O
 /// slower (packing picks the small form only where a kernel reads it).
 fn small_by_panels(path: Path, w: &QuantPacked, acts: &Acts, out: Out) {
     let kernel = quant_kernel(path);
+    let fkernel = float_kernel(path, true);
     (0..w.panels).into_par_iter().for_each_init(
         || QuantPacked::one_panel(w.kind, w.k),
         |panel, p| {
             w.expand_panel(p, panel);
             // SAFETY: the path is available (`run` checked it); panel p exists and this
             // task is the only writer of its columns.
-            unsafe { kernel(panel, acts, 0, 1, out.panel(p)) }
+            unsafe {
+                kernel(panel, acts, 0, 1, out.panel(p));
+                add_offsets(w, fkernel, &acts.g, p, 1, out);
+            }
         },
     );
+}
+
+thread_local! {
+    /// One panel of f16 float offsets widened ([`QuantPacked::offsets_panel`]).
+    static OFFSETS: std::cell::RefCell<FloatPacked> = std::cell::RefCell::new(FloatPacked::empty());
+}
+
+/// Adds the float offsets of `w` (Q2_K, Q4_1, Q5_1: f32 in [`QuantPacked::affine`], or f16
+/// in [`QuantPacked::affine16`]) to panels `p0..p0 + np` of `out`, by the float GEMM
+/// `fkernel` (accumulating) over the activations' scaled group sums `g`; nothing for a type
+/// without offsets.
+///
+/// # Safety
+/// `fkernel` is an available path's; panels `p0..p0 + np` exist and belong to the caller;
+/// `g` was prepared for `w`.
+unsafe fn add_offsets(
+    w: &QuantPacked,
+    fkernel: FloatKernel,
+    g: &[f32],
+    p0: usize,
+    np: usize,
+    out: Out,
+) {
+    if let Some(m) = &w.affine {
+        for p in (p0..p0 + np).step_by(2) {
+            // SAFETY: the contract; the float kernels take one or two panels.
+            unsafe { fkernel(m, g, p, (p0 + np - p).min(2), out) }
+        }
+    } else if !w.affine16.is_empty() {
+        let kg = w.affine16.len() / (w.panels * PANEL);
+        OFFSETS.with_borrow_mut(|m| {
+            m.reshape_one_panel(kg);
+            for p in p0..p0 + np {
+                w.offsets_panel(p, m);
+                // SAFETY: the contract; `m` is panel p's offsets, written to its columns.
+                unsafe { fkernel(m, g, 0, 1, out.panel(p)) }
+            }
+        });
+    }
 }
 
 /// `y[t][n] = x[t][k] . w^T` for float weights `w` (`n` rows), on this thread only: the

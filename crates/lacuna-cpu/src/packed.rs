@@ -114,6 +114,10 @@ pub(crate) struct QuantPacked {
     pub(crate) dmin: Vec<f32>,
     /// The float offsets `[n x k / group]` (see [`QuantKind::affine_group`]).
     pub(crate) affine: Option<FloatPacked>,
+    /// [`QuantPacked::affine`]'s layout `[panel][k / group][16]` as f16 bits, for
+    /// [`QuantPacked::half`] (Q4_1 and Q5_1, whose offsets are the file's f16 `m`): widened
+    /// a panel at a time where they are added ([`QuantPacked::offsets_panel`]).
+    pub(crate) affine16: Vec<u16>,
 }
 
 /// Float weights widened to f32, `[panel][k][16]`.
@@ -204,7 +208,8 @@ impl PackedWeight {
             QuantKind::Q6K if small && planar => k / 4 * 3,
             QuantKind::Q5K if small && planar => k / 8 * 5,
             QuantKind::Q3K if small && planar => k / 8 * 3,
-            QuantKind::Q5_0 if half && planar => k / 8 * 5,
+            QuantKind::Q5_0 | QuantKind::Q5_1 if half && planar => k / 8 * 5,
+            QuantKind::Q4_1 if half => k / 2,
             _ => k,
         })?;
         let (scale, min) = if small { (1, 1) } else { (4, 2) };
@@ -215,7 +220,10 @@ impl PackedWeight {
         } else {
             0
         };
-        let affine = kind.affine_group().map_or(0, |g| rows * (k / g) * 4);
+        // f32 offsets, or f16 with 16-bit constants.
+        let affine = kind
+            .affine_group()
+            .map_or(0, |g| rows * (k / g) * if half { 2 } else { 4 });
         // `corr` and `d`: 4 bytes each per block (2 in 16 bits).
         let consts = if half { 4 * blocks } else { 8 * blocks };
         Some(qs + scales + consts + mins + affine)
@@ -381,6 +389,7 @@ impl PackedWeight {
                     + 4 * (q.scales.len() + q.corr.len() + q.d.len() + q.dmin.len())
                     + 2 * q.mins.len()
                     + q.affine.as_ref().map_or(0, |f| 4 * f.w.len())
+                    + 2 * q.affine16.len()
             }
             Inner::Float(f) => 4 * f.w.len(),
             Inner::Compact(c) => c.bytes.len(),
@@ -493,12 +502,17 @@ fn level_index(kind: QuantKind) -> [i8; 256] {
     index
 }
 
-/// The 32-weight formats whose block constants fit 16 bits: an f16 scale, and no more than
-/// 32 x 127 for the weight sum.
+/// The 32-weight formats whose block constants fit 16 bits: an f16 scale, no more than
+/// 32 x 127 for the weight sum, and an f16 offset if any (Q4_1, Q5_1).
 fn half_consts(kind: QuantKind) -> bool {
     matches!(
         kind,
-        QuantKind::Q8_0 | QuantKind::Q4_0 | QuantKind::Q5_0 | QuantKind::IQ4NL
+        QuantKind::Q8_0
+            | QuantKind::Q4_0
+            | QuantKind::Q5_0
+            | QuantKind::IQ4NL
+            | QuantKind::Q4_1
+            | QuantKind::Q5_1
     )
 }
 
@@ -622,6 +636,7 @@ fn pack_small(
     let panels = n.div_ceil(PANEL);
     let nblk = k / kind.block();
     let nsub = kind.block() / kind.sub();
+    let kg = kind.affine_group().map_or(0, |g| k / g);
     let mut p = QuantPacked::zeroed(kind, k, panels, true, form);
     let (p_nib, p_lut, p_bits, panel_qs) = (p.nib(), p.lut, p.planar_bits(), p.panel_qs());
     let index = level_index(kind);
@@ -636,19 +651,24 @@ fn pack_small(
         .zip(chunks_or_empty(&mut p.dmin, pb, panels))
         .zip(chunks_or_empty(&mut p.corr16, pb, panels))
         .zip(chunks_or_empty(&mut p.d16, pb, panels))
+        .zip(chunks_or_empty(&mut p.affine16, PANEL * kg, panels))
         .enumerate()
         .for_each_init(
-            || QuantPacked::one_panel(kind, k),
-            |one, (pi, (((((((qs, sc), corr), mins), d), dmin), corr16), d16))| {
+            || (QuantPacked::one_panel(kind, k), vec![0f32; PANEL * kg]),
+            |(one, aff), (pi, ((((((((qs, sc), corr), mins), d), dmin), corr16), d16), aff16))| {
                 let rows = PANEL.min(n - pi * PANEL);
                 // Rows past `rows` (the last panel) are computed, never stored: zeros.
                 if rows < PANEL {
                     *one = QuantPacked::one_panel(kind, k);
+                    aff.fill(0.0);
                 }
-                one.refill(
-                    &bytes[pi * PANEL * row_bytes..][..rows * row_bytes],
-                    row_bytes,
-                );
+                let src = &bytes[pi * PANEL * row_bytes..][..rows * row_bytes];
+                fill_panel(kind, k, src, row_bytes, one.panel_mut(aff));
+                for (o, &v) in aff16.iter_mut().zip(aff.iter()) {
+                    let h = half::f16::from_f32(v);
+                    debug_assert!(h.to_f32().to_bits() == v.to_bits(), "{v} is not an f16");
+                    *o = h.to_bits();
+                }
                 if p_lut {
                     // Each level to its index (the levels are distinct); padding rows (zeros,
                     // never stored) to index 0.
@@ -938,9 +958,10 @@ impl QuantPacked {
         let planar = small
             && form.planar()
             && matches!(kind, QuantKind::Q3K | QuantKind::Q5K | QuantKind::Q6K)
-            || half && kind == QuantKind::Q5_0;
+            || half && matches!(kind, QuantKind::Q5_0 | QuantKind::Q5_1);
         let nblk = k / kind.block();
         let nsub = kind.block() / kind.sub();
+        let kg = kind.affine_group().map_or(0, |g| k / g);
         let blocks = panels * PANEL * nblk;
         let if_has = |yes: bool, len: usize| if yes { len } else { 0 };
         let mut p = QuantPacked {
@@ -962,23 +983,26 @@ impl QuantPacked {
             d16: vec![0; if_has(half, blocks)],
             dmin: vec![0.0; if_has(kind.has_mins(), blocks)],
             affine: None,
+            affine16: vec![0; if_has(half && kind.affine_group().is_some(), panels * PANEL * kg)],
         };
         p.qs = vec![0; panels * p.panel_qs()];
         p
     }
 
-    /// A one-panel buffer for `kind` weights of `k` columns (no float offsets), to be
-    /// filled panel after panel by [`QuantPacked::refill`]: the compact layout's scratch
-    /// for matmuls over many tokens.
+    /// A one-panel buffer for `kind` weights of `k` columns, to be filled panel after
+    /// panel by [`QuantPacked::refill`] or [`QuantPacked::expand_panel`]: the compact
+    /// layout's scratch for matmuls over many tokens, and a small form's on paths that read
+    /// bytes. It holds no float offsets (Q4_1/Q5_1's are added from the small matrix).
     pub(crate) fn one_panel(kind: QuantKind, k: usize) -> QuantPacked {
-        debug_assert!(kind.affine_group().is_none());
         QuantPacked::zeroed(kind, k, 1, false, Form::Bytes)
     }
 
-    /// Whether `qs` holds two weights a byte: Q4_K in the small form, or level indices
-    /// ([`QuantPacked::lut`]).
+    /// Whether `qs` holds two weights a byte: Q4_K in the small form, Q4_1 with 16-bit
+    /// constants ([`QuantPacked::half`]), or level indices ([`QuantPacked::lut`]).
     pub(crate) fn nib(&self) -> bool {
-        self.small && self.kind == QuantKind::Q4K || self.lut
+        self.small && self.kind == QuantKind::Q4K
+            || self.lut
+            || self.half && self.kind == QuantKind::Q4_1
     }
 
     /// A planar matrix's form, as [`planes`] names it (the kernels' `BITS` parameter): its
@@ -990,6 +1014,7 @@ impl QuantPacked {
             QuantKind::Q5K if self.planar => 5,
             QuantKind::Q6K if self.planar => 6,
             QuantKind::Q5_0 if self.planar => BITS5_SIGNED,
+            QuantKind::Q5_1 if self.planar => 5,
             _ => 0,
         }
     }
@@ -1054,7 +1079,7 @@ impl QuantPacked {
     /// buffer; rows past them keep stale values, which the kernels compute but never store.
     pub(crate) fn refill(&mut self, src: &[u8], row_bytes: usize) {
         let (kind, k) = (self.kind, self.k);
-        fill_panel(kind, k, src, row_bytes, self.panel_mut());
+        fill_panel(kind, k, src, row_bytes, self.panel_mut(&mut []));
     }
 
     /// [`QuantPacked::refill`] on the portable decoder only: the reference of the
@@ -1062,11 +1087,12 @@ impl QuantPacked {
     #[cfg(test)]
     pub(crate) fn refill_portable(&mut self, src: &[u8], row_bytes: usize) {
         let kind = self.kind;
-        fill_rows(kind, src, row_bytes, 0, self.panel_mut());
+        fill_rows(kind, src, row_bytes, 0, self.panel_mut(&mut []));
     }
 
-    /// The arrays of a one-panel buffer, to be filled.
-    fn panel_mut(&mut self) -> PanelMut<'_> {
+    /// The arrays of a one-panel buffer, to be filled, and `aff` for its float offsets
+    /// (`[k / group][16]`; empty where they are not wanted).
+    fn panel_mut<'a>(&'a mut self, aff: &'a mut [f32]) -> PanelMut<'a> {
         PanelMut {
             qs: &mut self.qs,
             sc: &mut self.scales,
@@ -1074,7 +1100,19 @@ impl QuantPacked {
             mins: &mut self.mins,
             d: &mut self.d,
             dmin: &mut self.dmin,
-            aff: &mut [],
+            aff,
+        }
+    }
+
+    /// Panel `p`'s float offsets of a [`QuantPacked::half`] matrix with offsets (Q4_1,
+    /// Q5_1), widened into `into` (one panel of the float GEMM's layout, `k / group`
+    /// columns): the same f32 values as the byte form's [`QuantPacked::affine`] panel.
+    pub(crate) fn offsets_panel(&self, p: usize, into: &mut FloatPacked) {
+        let kg = into.k;
+        debug_assert!(into.panels == 1 && into.w.len() == PANEL * kg);
+        let src = &self.affine16[p * PANEL * kg..][..PANEL * kg];
+        for (o, &h) in into.w.iter_mut().zip(src) {
+            *o = half::f16::from_bits(h).to_f32();
         }
     }
 }
@@ -1089,6 +1127,14 @@ fn chunks_or_empty<T: Send>(v: &mut [T], size: usize, panels: usize) -> Vec<&mut
 }
 
 impl FloatPacked {
+    /// Makes this one panel of `k` columns (f32, unrounded activations), to be filled.
+    pub(crate) fn reshape_one_panel(&mut self, k: usize) {
+        self.k = k;
+        self.panels = 1;
+        self.round = FloatRound::None;
+        self.w.resize(PANEL * k, 0.0);
+    }
+
     /// An empty packed matrix, to be filled by [`FloatPacked::fill_strided`].
     pub(crate) fn empty() -> FloatPacked {
         FloatPacked {

@@ -89,8 +89,8 @@ proptest! {
     }
 
     /// The small form (Q4_K two weights a byte, i8 scales and mins), with and without the
-    /// planar forms (Q3_K, Q5_K and Q6_K in bit planes; 16-bit block constants, Q5_0 then in
-    /// planes too), gives the byte form's bits for every quantized type on every
+    /// planar forms (Q3_K, Q5_K and Q6_K in bit planes; 16-bit block constants, Q5_0 and Q5_1
+    /// then in planes too, Q4_1 two weights a byte and f16 offsets), gives the byte form's bits for every quantized type on every
     /// path (natively on AVX-512 VNNI and AMX, and AVX2 but for the planar forms; expanded
     /// panel by panel elsewhere), over 1..=130 tokens.
     #[test]
@@ -109,7 +109,7 @@ proptest! {
                 // Q5_0's planes come with its 16-bit constants.
                 let planar = match ty {
                     GgmlType::Q3_K | GgmlType::Q5_K | GgmlType::Q6_K => form != Form::Small,
-                    GgmlType::Q5_0 => form == Form::Half,
+                    GgmlType::Q5_0 | GgmlType::Q5_1 => form == Form::Half,
                     _ => false,
                 };
                 prop_assert_eq!(small.is_planar(), planar, "{:?} {}", form, ty);

@@ -140,90 +140,48 @@ fn small_panels_hold_nibble_line_pairs_and_expand_back() {
 fn planar_panels_hold_low_and_high_bits_and_expand_back() {
     let mut rng = crate::testing::Rng(5);
     let (n, k) = (19, 512);
-    /// One planar form: its type, the form that holds it, its code
-    /// ([`QuantPacked::planar_bits`]), bits per weight, lines per group, low bits, bias, the
-    /// high bit of line j, and bytes per row and 256 weights (weights, i8 scales and mins,
-    /// `corr`, `d` and `dmin`; for Q5_0 8 blocks of weights and 16-bit `corr` and `d`).
-    struct Case {
-        ty: GgmlType,
-        form: Form,
-        code: usize,
-        bits: usize,
-        g: usize,
-        lo: usize,
-        bias: i8,
-        hi_at: fn(usize) -> usize,
-        per_block: usize,
-    }
-    let case = |ty, form, code, bits, g, lo, bias, hi_at, per_block| Case {
-        ty,
-        form,
-        code,
-        bits,
-        g,
-        lo,
-        bias,
-        hi_at,
-        per_block,
-    };
-    let cases = [
-        case(
+    // Each planar form: its type, the form that holds it, its code
+    // ([`QuantPacked::planar_bits`]), bits per weight, lines per group, low bits, bias, the
+    // high bit of line j, and bytes per row and 256 weights (weights, i8 scales and mins,
+    // `corr`, `d` and `dmin`; for the 32-weight formats 8 blocks of weights, 16-bit `corr`
+    // and `d`, and Q5_1's f16 offset).
+    type Case = (GgmlType, Form, [usize; 4], i8, fn(usize) -> usize, usize);
+    let cases: [Case; 5] = [
+        (
             GgmlType::Q6_K,
             Form::Planar,
-            6,
-            6,
-            4,
-            4,
+            [6, 6, 4, 4],
             32,
             |j| 2 * j,
             192 + 16 + 8,
         ),
-        case(
+        (
             GgmlType::Q5_K,
             Form::Planar,
-            5,
-            5,
-            8,
-            4,
+            [5, 5, 8, 4],
             0,
             |j| j,
             160 + 8 + 8 + 12,
         ),
-        case(
+        (
             GgmlType::Q3_K,
             Form::Planar,
-            3,
-            3,
-            8,
-            2,
+            [3, 3, 8, 2],
             4,
             |j| 2 * (j % 4) + j / 4,
             96 + 16 + 8,
         ),
-        case(
+        (
             GgmlType::Q5_0,
             Form::Half,
-            BITS5_SIGNED,
-            5,
-            8,
-            4,
+            [BITS5_SIGNED, 5, 8, 4],
             16,
             |j| j,
-            8 * (20 + 2 + 2),
+            8 * 24,
         ),
+        (GgmlType::Q5_1, Form::Half, [5, 5, 8, 4], 0, |j| j, 8 * 26),
     ];
-    for c in cases {
-        let Case {
-            ty,
-            form,
-            code,
-            bits,
-            g,
-            lo,
-            bias,
-            hi_at,
-            per_block,
-        } = c;
+    for (ty, form, [code, bits, g, lo], bias, hi_at, per_block) in cases {
         let bytes = crate::testing::weights(ty, n, k, &mut rng, 1.0);
         let held = PackedWeight::new_with(ty, n, k, &bytes, Form::Bytes).unwrap();
         let planar = PackedWeight::new_with(ty, n, k, &bytes, form).unwrap();
@@ -271,6 +229,62 @@ fn planar_panels_hold_low_and_high_bits_and_expand_back() {
         }
         let rows = n.div_ceil(PANEL) * PANEL;
         assert_eq!(planar.packed_bytes(), rows * (k / 256) * per_block, "{ty}");
+    }
+}
+
+#[test]
+fn offset_formats_hold_f16_offsets_that_widen_to_the_byte_forms() {
+    let mut rng = crate::testing::Rng(13);
+    let (n, k) = (21, 256);
+    for (ty, weight_bytes) in [(GgmlType::Q4_1, 16), (GgmlType::Q5_1, 20)] {
+        let bytes = crate::testing::weights(ty, n, k, &mut rng, 1.0);
+        let held = PackedWeight::new_with(ty, n, k, &bytes, Form::Bytes).unwrap();
+        let half = PackedWeight::new_with(ty, n, k, &bytes, Form::Half).unwrap();
+        let (Inner::Quant(b), Inner::Quant(q)) = (&held.inner, &half.inner) else {
+            panic!("quantized layouts expected");
+        };
+        let m = b.affine.as_ref().expect("the byte form's f32 offsets");
+        assert!(
+            q.half && q.affine.is_none() && b.affine16.is_empty(),
+            "{ty}"
+        );
+        assert_eq!(q.affine16.len(), m.w.len(), "{ty}");
+        // Q4_1 two weights a byte, Q5_1 in Q5_K's planes.
+        let q4 = ty == GgmlType::Q4_1;
+        assert_eq!((q.nib(), q.planar), (q4, !q4), "{ty}");
+        let mut one = FloatPacked::empty();
+        one.reshape_one_panel(m.k);
+        let mut wide = QuantPacked::one_panel(b.kind, k);
+        let mut drawn = std::collections::HashSet::new();
+        for p in 0..q.panels {
+            q.offsets_panel(p, &mut one);
+            assert_eq!(
+                one.w[..],
+                m.w[p * PANEL * m.k..][..PANEL * m.k],
+                "{ty} panel {p}"
+            );
+            drawn.extend(one.w.iter().map(|v| v.to_bits()));
+            q.expand_panel(p, &mut wide);
+            assert_eq!(
+                wide.qs[..],
+                b.qs[p * PANEL * k..][..PANEL * k],
+                "{ty} panel {p}"
+            );
+            assert_eq!(
+                wide.corr[..],
+                b.corr[p * PANEL * (k / 32)..][..PANEL * (k / 32)]
+            );
+            assert_eq!(wide.d[..], b.d[p * PANEL * (k / 32)..][..PANEL * (k / 32)]);
+        }
+        assert!(drawn.len() > 100, "{ty}: random offsets expected");
+        // Weights, 16-bit `corr` and `d`, f16 offset: 22 bytes a block for Q4_1 (1.10x its
+        // 20), 26 for Q5_1 (1.08x its 24).
+        let rows = n.div_ceil(PANEL) * PANEL;
+        assert_eq!(
+            half.packed_bytes(),
+            rows * (k / 32) * (weight_bytes + 6),
+            "{ty}"
+        );
     }
 }
 

@@ -12,8 +12,9 @@
 //! `acc + (d * xd) * isum`, separate multiply and add, so results are bit-identical.
 //!
 //! The small form packing picks on this path ([`QuantPacked::half`]: the scale as f16, for
-//! Q8_0, Q4_0, Q5_0 and IQ4_NL; [`QuantPacked::lut`]: Q4_0 and IQ4_NL as level indices,
-//! two a byte; [`QuantPacked::planar`]: Q5_0 in 5-bit planes) is read as well: f16 scales
+//! Q8_0, Q4_0, Q5_0, IQ4_NL, Q4_1 and Q5_1; [`QuantPacked::lut`]: Q4_0 and IQ4_NL as level indices,
+//! two a byte; [`QuantPacked::planar`]: Q5_0 and Q5_1 in 5-bit planes; Q4_1 two weights a
+//! byte, [`QuantPacked::nib`]) is read as well: f16 scales
 //! widen exactly to the byte form's f32, and a panel of indices or planes is rebuilt into
 //! the byte form's lines (the AVX-512 kernel's [`Lines`]: `vpshufb` for the levels) on the
 //! first token tile, a block ahead of its multiply, into a per-thread buffer the later token
@@ -119,7 +120,7 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
     // SAFETY: AMX is permitted (contract); the configuration is a valid palette-1 config.
     unsafe { asm!("ldtilecfg [{0}]", in(reg) cfg.0.as_ptr(), options(nostack, readonly)) };
     REBUILT.with_borrow_mut(|rebuilt| {
-        if (w.lut || w.planar) && rebuilt.len() < k / 4 {
+        if (w.nib() || w.planar) && rebuilt.len() < k / 4 {
             rebuilt.resize(k / 4, Line([0; 64]));
         }
         // SAFETY: as this function's (the buffer holds a panel's `k / 4` lines when lut or
@@ -157,20 +158,28 @@ unsafe fn panels(
             // SAFETY: rows t0..t0 + 16 of `a` exist (asserted); panel p is the caller's and
             // its bytes exist (asserted); tiles configured; `rebuilt` as the contract says.
             let acc = unsafe {
-                match (w.half, w.lut, w.planar_bits()) {
-                    (true, false, BITS5_SIGNED) => token_tile::<true, false, BITS5_SIGNED, false>(
-                        w, a, p, panel, rebuilt, t0, c,
-                    ),
-                    (false, false, _) => {
+                match (w.half, w.nib(), w.planar_bits(), w.lut) {
+                    (true, false, BITS5_SIGNED, false) => {
+                        token_tile::<true, false, BITS5_SIGNED, false>(
+                            w, a, p, panel, rebuilt, t0, c,
+                        )
+                    }
+                    (true, false, 5, false) => {
+                        token_tile::<true, false, 5, false>(w, a, p, panel, rebuilt, t0, c)
+                    }
+                    (true, true, 0, false) => {
+                        token_tile::<true, true, 0, false>(w, a, p, panel, rebuilt, t0, c)
+                    }
+                    (false, _, _, false) => {
                         token_tile::<false, false, 0, false>(w, a, p, panel, rebuilt, t0, c)
                     }
-                    (true, false, _) => {
+                    (true, _, _, false) => {
                         token_tile::<true, false, 0, false>(w, a, p, panel, rebuilt, t0, c)
                     }
-                    (false, true, _) => {
+                    (false, _, _, true) => {
                         token_tile::<false, true, 0, true>(w, a, p, panel, rebuilt, t0, c)
                     }
-                    (true, true, _) => {
+                    (true, _, _, true) => {
                         token_tile::<true, true, 0, true>(w, a, p, panel, rebuilt, t0, c)
                     }
                 }

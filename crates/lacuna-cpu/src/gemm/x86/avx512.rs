@@ -178,6 +178,9 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
         QuantKind::Q4_0 | QuantKind::IQ4NL if w.lut => rebuilt!(32, false, false, true, 0, true),
         // Q5_0 in Q5_K's planes, less its bias ([`BITS5_SIGNED`]), with 16-bit constants.
         QuantKind::Q5_0 if w.planar => rebuilt!(32, false, false, false, BITS5_SIGNED, false),
+        // Q5_1 in Q5_K's planes, Q4_1 two weights a byte (its float offsets: `crate::gemm`).
+        QuantKind::Q5_1 if w.planar => rebuilt!(32, false, false, false, 5, false),
+        QuantKind::Q4_1 if w.half => rebuilt!(32, false, false, true, 0, false),
         QuantKind::Q8_0 | QuantKind::Q4_0 | QuantKind::Q5_0 | QuantKind::IQ4NL if w.half => {
             go!(32, false, false, false, true, 0, false)
         }

@@ -241,7 +241,7 @@ fn small_by_panels(path: Path, w: &QuantPacked, acts: &Acts, out: Out) {
 }
 
 thread_local! {
-    /// One panel of f16 float offsets widened ([`QuantPacked::offsets_panel`]).
+    /// Two panels of f16 float offsets widened ([`QuantPacked::offsets_panels`]).
     static OFFSETS: std::cell::RefCell<FloatPacked> = std::cell::RefCell::new(FloatPacked::empty());
 }
 
@@ -269,11 +269,12 @@ unsafe fn add_offsets(
     } else if !w.affine16.is_empty() {
         let kg = w.affine16.len() / (w.panels * PANEL);
         OFFSETS.with_borrow_mut(|m| {
-            m.reshape_one_panel(kg);
-            for p in p0..p0 + np {
-                w.offsets_panel(p, m);
-                // SAFETY: the contract; `m` is panel p's offsets, written to its columns.
-                unsafe { fkernel(m, g, 0, 1, out.panel(p)) }
+            for p in (p0..p0 + np).step_by(2) {
+                let two = (p0 + np - p).min(2);
+                w.offsets_panels(p, two, kg, m);
+                // SAFETY: the contract; `m` holds panels p..p + two's offsets, written to
+                // their columns.
+                unsafe { fkernel(m, g, 0, two, out.from_panel(p)) }
             }
         });
     }

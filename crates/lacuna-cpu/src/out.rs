@@ -71,6 +71,19 @@ impl Out {
         }
     }
 
+    /// Panels from `p` on, as panels from 0 of a view (for a kernel run over weights that
+    /// hold only those panels).
+    ///
+    /// # Safety
+    /// Panel `p` exists.
+    pub(crate) unsafe fn from_panel(self, p: usize) -> Out {
+        Out {
+            col0: self.col0 + p * PANEL,
+            cols: self.cols - p * PANEL,
+            ..self
+        }
+    }
+
     /// Pointer to `y[t][p * 16]`.
     ///
     /// # Safety

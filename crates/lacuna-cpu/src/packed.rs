@@ -116,7 +116,7 @@ pub(crate) struct QuantPacked {
     pub(crate) affine: Option<FloatPacked>,
     /// [`QuantPacked::affine`]'s layout `[panel][k / group][16]` as f16 bits, for
     /// [`QuantPacked::half`] (Q4_1 and Q5_1, whose offsets are the file's f16 `m`): widened
-    /// a panel at a time where they are added ([`QuantPacked::offsets_panel`]).
+    /// two panels at a time where they are added ([`QuantPacked::offsets_panels`]).
     pub(crate) affine16: Vec<u16>,
 }
 
@@ -1104,16 +1104,19 @@ impl QuantPacked {
         }
     }
 
-    /// Panel `p`'s float offsets of a [`QuantPacked::half`] matrix with offsets (Q4_1,
-    /// Q5_1), widened into `into` (one panel of the float GEMM's layout, `k / group`
-    /// columns): the same f32 values as the byte form's [`QuantPacked::affine`] panel.
-    pub(crate) fn offsets_panel(&self, p: usize, into: &mut FloatPacked) {
-        let kg = into.k;
-        debug_assert!(into.panels == 1 && into.w.len() == PANEL * kg);
-        let src = &self.affine16[p * PANEL * kg..][..PANEL * kg];
-        for (o, &h) in into.w.iter_mut().zip(src) {
-            *o = half::f16::from_bits(h).to_f32();
-        }
+    /// Panels `p..p + np`'s float offsets of a [`QuantPacked::half`] matrix with offsets
+    /// (Q4_1, Q5_1; `kg` offsets a row), widened into `into` as panels `0..np` of the float
+    /// GEMM's layout: the same f32 values as the byte form's [`QuantPacked::affine`] panels.
+    pub(crate) fn offsets_panels(&self, p: usize, np: usize, kg: usize, into: &mut FloatPacked) {
+        use half::slice::{HalfBitsSliceExt, HalfFloatSliceExt};
+        into.k = kg;
+        into.panels = np;
+        into.round = FloatRound::None;
+        into.w.resize(np * PANEL * kg, 0.0);
+        let src = &self.affine16[p * PANEL * kg..][..np * PANEL * kg];
+        // F16C where the CPU has it.
+        let src: &[half::f16] = src.reinterpret_cast();
+        src.convert_to_f32_slice(&mut into.w);
     }
 }
 
@@ -1127,14 +1130,6 @@ fn chunks_or_empty<T: Send>(v: &mut [T], size: usize, panels: usize) -> Vec<&mut
 }
 
 impl FloatPacked {
-    /// Makes this one panel of `k` columns (f32, unrounded activations), to be filled.
-    pub(crate) fn reshape_one_panel(&mut self, k: usize) {
-        self.k = k;
-        self.panels = 1;
-        self.round = FloatRound::None;
-        self.w.resize(PANEL * k, 0.0);
-    }
-
     /// An empty packed matrix, to be filled by [`FloatPacked::fill_strided`].
     pub(crate) fn empty() -> FloatPacked {
         FloatPacked {

@@ -253,11 +253,10 @@ fn offset_formats_hold_f16_offsets_that_widen_to_the_byte_forms() {
         let q4 = ty == GgmlType::Q4_1;
         assert_eq!((q.nib(), q.planar), (q4, !q4), "{ty}");
         let mut one = FloatPacked::empty();
-        one.reshape_one_panel(m.k);
         let mut wide = QuantPacked::one_panel(b.kind, k);
         let mut drawn = std::collections::HashSet::new();
         for p in 0..q.panels {
-            q.offsets_panel(p, &mut one);
+            q.offsets_panels(p, 1, m.k, &mut one);
             assert_eq!(
                 one.w[..],
                 m.w[p * PANEL * m.k..][..PANEL * m.k],

@@ -241,12 +241,12 @@ fn small_by_panels(path: Path, w: &QuantPacked, acts: &Acts, out: Out) {
 }
 
 thread_local! {
-    /// Two panels of f16 float offsets widened ([`QuantPacked::offsets_panels`]).
+    /// Two panels of narrow float offsets widened ([`QuantPacked::offsets_panels`]).
     static OFFSETS: std::cell::RefCell<FloatPacked> = std::cell::RefCell::new(FloatPacked::empty());
 }
 
-/// Adds the float offsets of `w` (Q2_K, Q4_1, Q5_1: f32 in [`QuantPacked::affine`], or f16
-/// in [`QuantPacked::affine16`]) to panels `p0..p0 + np` of `out`, by the float GEMM
+/// Adds the float offsets of `w` (Q2_K, Q4_1, Q5_1: f32 in [`QuantPacked::affine`], or in
+/// the small form f16 in [`QuantPacked::affine16`] or Q2_K's 4-bit mins) to panels `p0..p0 + np` of `out`, by the float GEMM
 /// `fkernel` (accumulating) over the activations' scaled group sums `g`; nothing for a type
 /// without offsets.
 ///
@@ -266,15 +266,16 @@ unsafe fn add_offsets(
             // SAFETY: the contract; the float kernels take one or two panels.
             unsafe { fkernel(m, g, p, (p0 + np - p).min(2), out) }
         }
-    } else if !w.affine16.is_empty() {
-        let kg = w.affine16.len() / (w.panels * PANEL);
+    } else if let Some(group) = w.kind.affine_group() {
+        // Held narrow by the small form: f16 (Q4_1, Q5_1) or 4-bit mins (Q2_K).
+        let kg = w.k / group;
         OFFSETS.with_borrow_mut(|m| {
             for p in (p0..p0 + np).step_by(2) {
                 let two = (p0 + np - p).min(2);
                 w.offsets_panels(p, two, kg, m);
                 // SAFETY: the contract; `m` holds panels p..p + two's offsets, written to
                 // their columns.
-                unsafe { fkernel(m, g, 0, two, out.from_panel(p)) }
+                unsafe { fkernel(m, g, 0, two, out.panels_from(p)) }
             }
         });
     }

@@ -76,7 +76,7 @@ impl Out {
     ///
     /// # Safety
     /// Panel `p` exists.
-    pub(crate) unsafe fn from_panel(self, p: usize) -> Out {
+    pub(crate) unsafe fn panels_from(self, p: usize) -> Out {
         Out {
             col0: self.col0 + p * PANEL,
             cols: self.cols - p * PANEL,

@@ -37,8 +37,13 @@
 //!
 //! Q2_K's mins (per 16 weights) and Q4_1/Q5_1's offsets (per 32) are kept as a small float
 //! matrix `[n x k / group]` (1–2 bits per weight more), applied as a second, float GEMM
-//! against the activations' scaled group sums.
-//!
+//! against the activations' scaled group sums. The planar forms hold them as the file does
+//! and widen them two panels at a time where they are added: Q4_1/Q5_1's as f16 (beside
+//! [`Form::Half`]'s 16-bit constants, Q4_1's weights two a byte and Q5_1's in Q5_K's planes:
+//! 1.10x and 1.08x the file instead of 2.2x and 1.8x), Q2_K's as its 4-bit mins, two a byte,
+//! and f16 `dmin` (beside its weights in 2-bit planes without a high line and i8 scales:
+//! 3.06 bits per weight, 1.17x the file, instead of 12.25).
+
 //! Float weights (F32, F16, BF16) are widened to f32 `[panel][k][16]`.
 
 use lacuna_quant::GgmlType;
@@ -85,8 +90,9 @@ pub(crate) struct QuantPacked {
     /// The small form (see the module docs): `scales8` and `mins8` stand for `scales` and
     /// `mins` (empty), narrowed to i8, and for Q4_K `qs` holds two weights a byte.
     pub(crate) small: bool,
-    /// Q3_K/Q5_K/Q6_K in the small form with 3/5/6-bit weights in planes, or Q5_0 with
-    /// 5-bit weights as Q5_K's (with [`QuantPacked::half`]; see the module docs).
+    /// Q2_K/Q3_K/Q5_K/Q6_K in the small form with 2/3/5/6-bit weights in planes, or Q5_0
+    /// and Q5_1 with 5-bit weights as Q5_K's (with [`QuantPacked::half`]; see the module
+    /// docs).
     pub(crate) planar: bool,
     /// A 32-weight format in the small form: `corr16` and `d16` stand for `corr` and `d`
     /// (empty).
@@ -118,6 +124,12 @@ pub(crate) struct QuantPacked {
     /// [`QuantPacked::half`] (Q4_1 and Q5_1, whose offsets are the file's f16 `m`): widened
     /// two panels at a time where they are added ([`QuantPacked::offsets_panels`]).
     pub(crate) affine16: Vec<u16>,
+    /// Q2_K's float offsets `-(dmin * m)` in the planar form, as the file holds them: the
+    /// 4-bit mins `m`, two sub-blocks a byte `[panel][k / 32][16]` (sub-block `2j` in the
+    /// low nibble of pair `j`), and `dmin` as f16 bits `[panel][k / 256][16]`; widened two
+    /// panels at a time where they are added ([`QuantPacked::offsets_panels`]).
+    pub(crate) mins4: Vec<u8>,
+    pub(crate) dmin16: Vec<u16>,
 }
 
 /// Float weights widened to f32, `[panel][k][16]`.
@@ -199,7 +211,9 @@ impl PackedWeight {
         // As `pack_quant` and `QuantPacked::zeroed` lay it out.
         let half = form == Form::Half && half_consts(kind);
         let planar = form.planar();
-        let small = form != Form::Bytes && kind.has_scales() && kind.affine_group().is_none();
+        let q2k = planar && kind == QuantKind::Q2K;
+        let small =
+            form != Form::Bytes && kind.has_scales() && kind.affine_group().is_none() || q2k;
         let blocks = rows.checked_mul(k / kind.block())?;
         let subs = blocks * (kind.block() / kind.sub());
         let qs = rows.checked_mul(match kind {
@@ -208,6 +222,7 @@ impl PackedWeight {
             QuantKind::Q6K if small && planar => k / 4 * 3,
             QuantKind::Q5K if small && planar => k / 8 * 5,
             QuantKind::Q3K if small && planar => k / 8 * 3,
+            QuantKind::Q2K if q2k => k / 4,
             QuantKind::Q5_0 | QuantKind::Q5_1 if half && planar => k / 8 * 5,
             QuantKind::Q4_1 if half => k / 2,
             _ => k,
@@ -220,10 +235,12 @@ impl PackedWeight {
         } else {
             0
         };
-        // f32 offsets, or f16 with 16-bit constants.
-        let affine = kind
-            .affine_group()
-            .map_or(0, |g| rows * (k / g) * if half { 2 } else { 4 });
+        // f32 offsets, or f16 with 16-bit constants, or Q2_K's 4-bit mins and f16 `dmin`.
+        let affine = match kind.affine_group() {
+            _ if q2k => rows * (k / 32) + 2 * blocks,
+            Some(g) => rows * (k / g) * if half { 2 } else { 4 },
+            None => 0,
+        };
         // `corr` and `d`: 4 bytes each per block (2 in 16 bits).
         let consts = if half { 4 * blocks } else { 8 * blocks };
         Some(qs + scales + consts + mins + affine)
@@ -390,6 +407,8 @@ impl PackedWeight {
                     + 2 * q.mins.len()
                     + q.affine.as_ref().map_or(0, |f| 4 * f.w.len())
                     + 2 * q.affine16.len()
+                    + q.mins4.len()
+                    + 2 * q.dmin16.len()
             }
             Inner::Float(f) => 4 * f.w.len(),
             Inner::Compact(c) => c.bytes.len(),
@@ -570,6 +589,7 @@ fn pack_quant(
     if form != Form::Bytes && kind.has_scales() && kind.affine_group().is_none()
         || form == Form::Half && half_consts(kind)
         || form.planar() && lut_kind(kind)
+        || form.planar() && kind == QuantKind::Q2K
     {
         return pack_small(kind, n, k, bytes, row_bytes, form);
     }
@@ -652,10 +672,15 @@ fn pack_small(
         .zip(chunks_or_empty(&mut p.corr16, pb, panels))
         .zip(chunks_or_empty(&mut p.d16, pb, panels))
         .zip(chunks_or_empty(&mut p.affine16, PANEL * kg, panels))
+        .zip(
+            chunks_or_empty(&mut p.mins4, PANEL * k / 32, panels)
+                .into_par_iter()
+                .zip(chunks_or_empty(&mut p.dmin16, pb, panels)),
+        )
         .enumerate()
         .for_each_init(
             || (QuantPacked::one_panel(kind, k), vec![0f32; PANEL * kg]),
-            |(one, aff), (pi, ((((((((qs, sc), corr), mins), d), dmin), corr16), d16), aff16))| {
+            |(one, aff), (pi, (((((((((qs, sc), corr), mins), d), dmin), corr16), d16), aff16), q2k))| {
                 let rows = PANEL.min(n - pi * PANEL);
                 // Rows past `rows` (the last panel) are computed, never stored: zeros.
                 if rows < PANEL {
@@ -664,6 +689,10 @@ fn pack_small(
                 }
                 let src = &bytes[pi * PANEL * row_bytes..][..rows * row_bytes];
                 fill_panel(kind, k, src, row_bytes, one.panel_mut(aff));
+                let (mins4, dmin16) = q2k;
+                if !mins4.is_empty() {
+                    q2k_offsets(src, row_bytes, mins4, dmin16);
+                }
                 for (o, &v) in aff16.iter_mut().zip(aff.iter()) {
                     let h = half::f16::from_f32(v);
                     debug_assert!(h.to_f32().to_bits() == v.to_bits(), "{v} is not an f16");
@@ -715,6 +744,22 @@ fn pack_small(
     p
 }
 
+/// Q2_K's mins and `dmin` of the rows in `src` (ggml's blocks, `row_bytes` a row) into one
+/// panel's [`QuantPacked::mins4`] and [`QuantPacked::dmin16`] (rows past them stay zero).
+fn q2k_offsets(src: &[u8], row_bytes: usize, mins4: &mut [u8], dmin16: &mut [u16]) {
+    const BLOCK_BYTES: usize = 84;
+    for (r, row) in src.chunks_exact(row_bytes).enumerate() {
+        for (b, blk) in row.chunks_exact(BLOCK_BYTES).enumerate() {
+            // `scales[16]`: scale in the low nibble, min in the high one; `dmin` at 82.
+            for j in 0..16 {
+                let m = blk[j] >> 4;
+                mins4[(b * 8 + j / 2) * PANEL + r] |= m << (4 * (j % 2));
+            }
+            dmin16[b * PANEL + r] = u16::from_le_bytes([blk[82], blk[83]]);
+        }
+    }
+}
+
 /// An integer scale or min as the i8 the small form holds (every K-quant's fits: 4 to 8
 /// bits).
 fn narrow(v: i32) -> i8 {
@@ -764,9 +809,16 @@ pub(crate) struct Planes {
 /// 4 + 1 bits, less a bias of 16 (Q5_0's weights are -16..=15, Q5_K's 0..=31).
 pub(crate) const BITS5_SIGNED: usize = 21;
 
-/// The planar layout of the form `bits` (3: Q3_K, 5: Q5_K, 6: Q6_K, [`BITS5_SIGNED`]: Q5_0).
+/// The planar layout of the form `bits` (2: Q2_K, 3: Q3_K, 5: Q5_K and Q5_1, 6: Q6_K,
+/// [`BITS5_SIGNED`]: Q5_0).
 pub(crate) const fn planes(bits: usize) -> Planes {
     match bits {
+        2 => Planes {
+            group: 4,
+            lo: 2,
+            hi: 0,
+            bias: 0,
+        },
         BITS5_SIGNED => Planes {
             group: 8,
             lo: 4,
@@ -800,6 +852,17 @@ impl Planes {
         self.lo + self.hi
     }
 
+    /// Lines of low bits per group (`group * lo / 8`).
+    pub(crate) const fn lo_lines(self) -> usize {
+        self.group * self.lo / 8
+    }
+
+    /// Lines per group: the low ones, then one of high bits if there are high bits
+    /// (Q2_K's 2 bits have none).
+    pub(crate) const fn lines(self) -> usize {
+        self.lo_lines() + if self.hi > 0 { 1 } else { 0 }
+    }
+
     /// Where line `j` of a group keeps its high bits in the high line: `hi * j`, but for
     /// Q3_K (two sub-blocks of 4 lines a group) bit `2j + p` for line `j` of sub-block `p`,
     /// so that a kernel moves each line's bit in a direction fixed by `j`.
@@ -827,7 +890,7 @@ fn to_planes(bits: usize, bytes: &[i8], out: &mut [i8]) {
         u
     };
     for (out, group) in out
-        .chunks_exact_mut((lo_lines + 1) * line)
+        .chunks_exact_mut(pl.lines() * line)
         .zip(bytes.chunks_exact(pl.group * line))
     {
         out.fill(0);
@@ -835,7 +898,9 @@ fn to_planes(bits: usize, bytes: &[i8], out: &mut [i8]) {
             for b in 0..line {
                 let v = u(group[j * line + b]);
                 out[j / per * line + b] |= ((v & ((1 << pl.lo) - 1)) << (pl.lo * (j % per))) as i8;
-                out[lo_lines * line + b] |= ((v >> pl.lo) << pl.hi_at(j)) as i8;
+                if pl.hi > 0 {
+                    out[lo_lines * line + b] |= ((v >> pl.lo) << pl.hi_at(j)) as i8;
+                }
             }
         }
     }
@@ -849,13 +914,17 @@ fn from_planes(bits: usize, planes_in: &[i8], bytes: &mut [i8]) {
     let lo_lines = pl.group / per;
     for (group, src) in bytes
         .chunks_exact_mut(pl.group * line)
-        .zip(planes_in.chunks_exact((lo_lines + 1) * line))
+        .zip(planes_in.chunks_exact(pl.lines() * line))
     {
         for (j, dst) in group.chunks_exact_mut(line).enumerate() {
             for (b, d) in dst.iter_mut().enumerate() {
                 let lo =
                     (src[j / per * line + b] as u8 >> (pl.lo * (j % per))) & ((1 << pl.lo) - 1);
-                let hi = (src[lo_lines * line + b] as u8 >> pl.hi_at(j)) & ((1 << pl.hi) - 1);
+                let hi = if pl.hi > 0 {
+                    (src[lo_lines * line + b] as u8 >> pl.hi_at(j)) & ((1 << pl.hi) - 1)
+                } else {
+                    0
+                };
                 *d = ((lo | hi << pl.lo) as i8).wrapping_sub(pl.bias);
             }
         }
@@ -957,12 +1026,17 @@ impl QuantPacked {
         let lut = small && form.planar() && lut_kind(kind);
         let planar = small
             && form.planar()
-            && matches!(kind, QuantKind::Q3K | QuantKind::Q5K | QuantKind::Q6K)
+            && matches!(
+                kind,
+                QuantKind::Q2K | QuantKind::Q3K | QuantKind::Q5K | QuantKind::Q6K
+            )
             || half && matches!(kind, QuantKind::Q5_0 | QuantKind::Q5_1);
         let nblk = k / kind.block();
         let nsub = kind.block() / kind.sub();
         let kg = kind.affine_group().map_or(0, |g| k / g);
         let blocks = panels * PANEL * nblk;
+        // Q2_K's offsets as its 4-bit mins and f16 `dmin` (with its 2-bit planes).
+        let q2k = planar && kind == QuantKind::Q2K;
         let if_has = |yes: bool, len: usize| if yes { len } else { 0 };
         let mut p = QuantPacked {
             kind,
@@ -984,6 +1058,8 @@ impl QuantPacked {
             dmin: vec![0.0; if_has(kind.has_mins(), blocks)],
             affine: None,
             affine16: vec![0; if_has(half && kind.affine_group().is_some(), panels * PANEL * kg)],
+            mins4: vec![0; if_has(q2k, panels * PANEL * k / 32)],
+            dmin16: vec![0; if_has(q2k, blocks)],
         };
         p.qs = vec![0; panels * p.panel_qs()];
         p
@@ -1006,10 +1082,11 @@ impl QuantPacked {
     }
 
     /// A planar matrix's form, as [`planes`] names it (the kernels' `BITS` parameter): its
-    /// bits per weight (3 for Q3_K, 5 for Q5_K, 6 for Q6_K) or [`BITS5_SIGNED`] (Q5_0); 0
-    /// for the others.
+    /// bits per weight (2 for Q2_K, 3 for Q3_K, 5 for Q5_K and Q5_1, 6 for Q6_K) or
+    /// [`BITS5_SIGNED`] (Q5_0); 0 for the others.
     pub(crate) fn planar_bits(&self) -> usize {
         match self.kind {
+            QuantKind::Q2K if self.planar => 2,
             QuantKind::Q3K if self.planar => 3,
             QuantKind::Q5K if self.planar => 5,
             QuantKind::Q6K if self.planar => 6,
@@ -1104,19 +1181,43 @@ impl QuantPacked {
         }
     }
 
-    /// Panels `p..p + np`'s float offsets of a [`QuantPacked::half`] matrix with offsets
-    /// (Q4_1, Q5_1; `kg` offsets a row), widened into `into` as panels `0..np` of the float
-    /// GEMM's layout: the same f32 values as the byte form's [`QuantPacked::affine`] panels.
+    /// Panels `p..p + np`'s float offsets (`kg` a row) of a small matrix that holds them
+    /// narrow (Q4_1 and Q5_1's f16 [`QuantPacked::affine16`], Q2_K's
+    /// [`QuantPacked::mins4`] and `dmin16`), widened into `into` as panels `0..np` of the
+    /// float GEMM's layout: the same f32 values as the byte form's [`QuantPacked::affine`].
     pub(crate) fn offsets_panels(&self, p: usize, np: usize, kg: usize, into: &mut FloatPacked) {
         use half::slice::{HalfBitsSliceExt, HalfFloatSliceExt};
         into.k = kg;
         into.panels = np;
         into.round = FloatRound::None;
         into.w.resize(np * PANEL * kg, 0.0);
-        let src = &self.affine16[p * PANEL * kg..][..np * PANEL * kg];
-        // F16C where the CPU has it.
-        let src: &[half::f16] = src.reinterpret_cast();
-        src.convert_to_f32_slice(&mut into.w);
+        if !self.affine16.is_empty() {
+            let src = &self.affine16[p * PANEL * kg..][..np * PANEL * kg];
+            let src: &[half::f16] = src.reinterpret_cast();
+            // F16C where the CPU has it.
+            src.convert_to_f32_slice(&mut into.w);
+            return;
+        }
+        // Q2_K: `-(dmin * m)`, as ggml's block decodes it; 16 offsets (sub-blocks) a block.
+        let nblk = kg / 16;
+        let mins4 = &self.mins4[p * PANEL * kg / 2..][..np * PANEL * kg / 2];
+        let dmin16 = &self.dmin16[p * PANEL * nblk..][..np * PANEL * nblk];
+        let mut dmin = [0f32; PANEL];
+        for (i, w) in into.w.chunks_exact_mut(PANEL * kg).enumerate() {
+            for (b, w) in w.chunks_exact_mut(16 * PANEL).enumerate() {
+                let bits = &dmin16[(i * nblk + b) * PANEL..][..PANEL];
+                let bits: &[half::f16] = bits.reinterpret_cast();
+                bits.convert_to_f32_slice(&mut dmin);
+                let m = &mins4[(i * nblk + b) * 8 * PANEL..][..8 * PANEL];
+                for (pair, w) in m.chunks_exact(PANEL).zip(w.chunks_exact_mut(2 * PANEL)) {
+                    let (w0, w1) = w.split_at_mut(PANEL);
+                    for r in 0..PANEL {
+                        w0[r] = -(dmin[r] * f32::from(pair[r] & 15));
+                        w1[r] = -(dmin[r] * f32::from(pair[r] >> 4));
+                    }
+                }
+            }
+        }
     }
 }
 

@@ -89,7 +89,7 @@ proptest! {
     }
 
     /// The small form (Q4_K two weights a byte, i8 scales and mins), with and without the
-    /// planar forms (Q3_K, Q5_K and Q6_K in bit planes; 16-bit block constants, Q5_0 and Q5_1
+    /// planar forms (Q2_K, Q3_K, Q5_K and Q6_K in bit planes; 16-bit block constants, Q5_0 and Q5_1
     /// then in planes too, Q4_1 two weights a byte and f16 offsets), gives the byte form's bits for every quantized type on every
     /// path (natively on AVX-512 VNNI and AMX, and AVX2 but for the planar forms; expanded
     /// panel by panel elsewhere), over 1..=130 tokens.
@@ -108,7 +108,9 @@ proptest! {
                 let small = PackedWeight::new_with(ty, n, k, &bytes, form).unwrap();
                 // Q5_0's planes come with its 16-bit constants.
                 let planar = match ty {
-                    GgmlType::Q3_K | GgmlType::Q5_K | GgmlType::Q6_K => form != Form::Small,
+                    GgmlType::Q2_K | GgmlType::Q3_K | GgmlType::Q5_K | GgmlType::Q6_K => {
+                        form != Form::Small
+                    }
                     GgmlType::Q5_0 | GgmlType::Q5_1 => form == Form::Half,
                     _ => false,
                 };

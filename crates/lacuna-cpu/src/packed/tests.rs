@@ -146,7 +146,16 @@ fn planar_panels_hold_low_and_high_bits_and_expand_back() {
     // `corr`, `d` and `dmin`; for the 32-weight formats 8 blocks of weights, 16-bit `corr`
     // and `d`, and Q5_1's f16 offset).
     type Case = (GgmlType, Form, [usize; 4], i8, fn(usize) -> usize, usize);
-    let cases: [Case; 5] = [
+    let cases: [Case; 6] = [
+        // Q2_K: no high bits; 4-bit mins two a byte and f16 `dmin` beside the i8 scales.
+        (
+            GgmlType::Q2_K,
+            Form::Planar,
+            [2, 2, 4, 2],
+            0,
+            |_| 0,
+            64 + 16 + 8 + 8 + 2,
+        ),
         (
             GgmlType::Q6_K,
             Form::Planar,
@@ -192,21 +201,25 @@ fn planar_panels_hold_low_and_high_bits_and_expand_back() {
         assert_eq!(q.planar_bits(), code);
         assert_eq!(q.qs.len() * 8, b.qs.len() * bits);
         // Group i of g lines: low lines (line j in low line j / per at bits lo * (j % per)),
-        // then one line of the high bits of q + bias.
+        // then one line of the high bits of q + bias (none for Q2_K).
         let (line, per) = (4 * PANEL, 8 / lo);
         let lo_lines = g / per;
+        let group_lines = lo_lines + usize::from(bits > lo);
+        assert_eq!(planes(code).lines(), group_lines, "{ty}");
         let mut seen = [false; 64];
         for (i, lines) in b.qs.chunks_exact(g * line).enumerate() {
-            let out = &q.qs[i * (lo_lines + 1) * line..][..(lo_lines + 1) * line];
+            let out = &q.qs[i * group_lines * line..][..group_lines * line];
             for j in 0..g {
                 for x in 0..line {
                     let u = (lines[j * line + x] + bias) as u8;
                     seen[usize::from(u)] = true;
                     let low = out[j / per * line + x] as u8 >> (lo * (j % per)) & ((1 << lo) - 1);
                     assert_eq!(low, u & ((1 << lo) - 1), "{ty} group {i} line {j} byte {x}");
-                    let top =
-                        (out[lo_lines * line + x] as u8 >> hi_at(j)) & ((1 << (bits - lo)) - 1);
-                    assert_eq!(top, u >> lo, "{ty} group {i} line {j} byte {x}");
+                    if bits > lo {
+                        let top =
+                            (out[lo_lines * line + x] as u8 >> hi_at(j)) & ((1 << (bits - lo)) - 1);
+                        assert_eq!(top, u >> lo, "{ty} group {i} line {j} byte {x}");
+                    }
                 }
             }
         }
@@ -236,10 +249,43 @@ fn planar_panels_hold_low_and_high_bits_and_expand_back() {
 fn offset_formats_hold_f16_offsets_that_widen_to_the_byte_forms() {
     let mut rng = crate::testing::Rng(13);
     let (n, k) = (21, 256);
-    for (ty, weight_bytes) in [(GgmlType::Q4_1, 16), (GgmlType::Q5_1, 20)] {
+    for (ty, weight_bytes) in [
+        (GgmlType::Q4_1, 16),
+        (GgmlType::Q5_1, 20),
+        (GgmlType::Q2_K, 0),
+    ] {
         let bytes = crate::testing::weights(ty, n, k, &mut rng, 1.0);
         let held = PackedWeight::new_with(ty, n, k, &bytes, Form::Bytes).unwrap();
         let half = PackedWeight::new_with(ty, n, k, &bytes, Form::Half).unwrap();
+        let (Inner::Quant(b), Inner::Quant(q)) = (&held.inner, &half.inner) else {
+            panic!("quantized layouts expected");
+        };
+        let m = b.affine.as_ref().expect("the byte form's f32 offsets");
+        if ty == GgmlType::Q2_K {
+            // 4-bit mins two a byte and f16 `dmin`, widened to the byte form's `-(dmin * m)`.
+            assert!(q.planar && !q.half && q.affine.is_none() && q.affine16.is_empty());
+            assert_eq!(
+                (q.mins4.len(), q.dmin16.len()),
+                (m.w.len() / 2, m.w.len() / 16)
+            );
+            let mut one = FloatPacked::empty();
+            let mut drawn = std::collections::HashSet::new();
+            for p in (0..q.panels).step_by(2) {
+                let two = (q.panels - p).min(2);
+                q.offsets_panels(p, two, m.k, &mut one);
+                let want = &m.w[p * PANEL * m.k..][..two * PANEL * m.k];
+                // Padding rows (never stored) are -0.0 here, 0.0 there.
+                assert_eq!(one.w.len(), want.len());
+                for (e, (a, b)) in one.w.iter().zip(want).enumerate() {
+                    let row = (p + e / (PANEL * m.k)) * PANEL + e % PANEL;
+                    let same = a.to_bits() == b.to_bits() || row >= n && a == b;
+                    assert!(same, "{ty} panels {p}.., element {e}: {a} against {b}");
+                }
+                drawn.extend(one.w.iter().map(|v| v.to_bits()));
+            }
+            assert!(drawn.len() > 100, "{ty}: random offsets expected");
+            continue;
+        }
         let (Inner::Quant(b), Inner::Quant(q)) = (&held.inner, &half.inner) else {
             panic!("quantized layouts expected");
         };

@@ -65,12 +65,13 @@ const Q4_SHIFT: u32 = 3;
 const LINES: usize = 64;
 
 /// Where [`planes_lines`] reads a line's weights besides the byte form and Q4_K's nibbles
-/// (as a `u8` const parameter): the small form's bit planes of 3, 5 or 6 bits
+/// (as a `u8` const parameter): the small form's bit planes of 2, 3, 5 or 6 bits
 /// ([`QuantPacked::planar`]) or level indices ([`QuantPacked::lut`]).
 #[derive(Clone, Copy)]
 #[repr(u8)]
 enum Src {
     Bytes = 0,
+    Bits2 = 2,
     Bits3 = 3,
     Bits5 = 5,
     Bits6 = 6,
@@ -201,6 +202,7 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
                     match (w.kind.sub(), w.kind.has_mins()) {
                         _ if w.planar_bits() == 6 => go!(16, false, false, true, Src::Bits6),
                         _ if w.planar_bits() == 3 => go!(16, false, false, true, Src::Bits3),
+                        _ if w.planar_bits() == 2 => go!(16, false, false, true, Src::Bits2),
                         _ if w.planar_bits() == 5 => go!(32, true, false, true, Src::Bits5),
                         _ if w.lut => go!(32, false, false, true, Src::Levels),
                         (16, _) => go!(16, false, false),
@@ -535,7 +537,7 @@ unsafe fn planes_lines<const SUB: usize, const Q4: bool, const SMALL: bool, cons
     let nib = Q4 && SMALL || lut;
     let bits = if lut { 0 } else { usize::from(SRC) };
     let pl = planes(bits);
-    let (per, lo_lines) = (8 / pl.lo, pl.group * pl.lo / 8);
+    let (per, lo_lines) = (8 / pl.lo, pl.lo_lines());
     let block_bytes = w.panel_qs() / nblk;
     let src = w.qs[p * w.panel_qs() + b * block_bytes..][..block_bytes].as_ptr();
     let sc_at = (p * nblk + b) * nsub * PANEL;
@@ -573,27 +575,29 @@ unsafe fn planes_lines<const SUB: usize, const Q4: bool, const SMALL: bool, cons
             // Group l / G: its low lines (line j of the group in low line j / per, at bits
             // lo * (j % per)), then one line of the group's high bits (`Planes::hi_at`).
             let (g, j) = (l / pl.group, l % pl.group);
-            let at = g * (lo_lines + 1) * 64;
-            // SAFETY: the group's lo_lines + 1 lines are inside `src` (`block_bytes`).
-            let (raw, top) = unsafe {
-                (
-                    _mm512_loadu_si512(src.add(at + j / per * 64).cast()),
-                    _mm512_loadu_si512(src.add(at + lo_lines * 64).cast()),
-                )
-            };
+            let at = g * pl.lines() * 64;
+            // SAFETY: the group's lines are inside `src` (`block_bytes`).
+            let raw = unsafe { _mm512_loadu_si512(src.add(at + j / per * 64).cast()) };
             let lo = _mm512_srl_epi16(raw, _mm_set_epi64x(0, (pl.lo * (j % per)) as i64));
-            // The high bits to bit `lo` and up (16-bit shifts: what crosses a byte is
-            // masked off).
-            let up = pl.lo as i64 - pl.hi_at(j) as i64;
-            let hi = if up > 0 {
-                _mm512_sll_epi16(top, _mm_set_epi64x(0, up))
+            if pl.hi == 0 {
+                // Q2_K: the low bits are the weight (no bias).
+                _mm512_and_si512(lo, lomask)
             } else {
-                _mm512_srl_epi16(top, _mm_set_epi64x(0, -up))
-            };
-            // (lo & lomask) | (hi & hmask), less the bias.
-            let lo = _mm512_and_si512(lo, lomask);
-            let u = _mm512_ternarylogic_epi32::<0xF8>(lo, hi, hmask);
-            _mm512_sub_epi8(u, bias)
+                // SAFETY: as above; the high line follows the low ones.
+                let top = unsafe { _mm512_loadu_si512(src.add(at + lo_lines * 64).cast()) };
+                // The high bits to bit `lo` and up (16-bit shifts: what crosses a byte is
+                // masked off).
+                let up = pl.lo as i64 - pl.hi_at(j) as i64;
+                let hi = if up > 0 {
+                    _mm512_sll_epi16(top, _mm_set_epi64x(0, up))
+                } else {
+                    _mm512_srl_epi16(top, _mm_set_epi64x(0, -up))
+                };
+                // (lo & lomask) | (hi & hmask), less the bias.
+                let lo = _mm512_and_si512(lo, lomask);
+                let u = _mm512_ternarylogic_epi32::<0xF8>(lo, hi, hmask);
+                _mm512_sub_epi8(u, bias)
+            }
         } else {
             let at = if nib { l / 2 * 64 } else { l * 64 };
             // SAFETY: the line (or nibble line) is 64 bytes inside `src` (`block_bytes`).

@@ -166,6 +166,8 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
         QuantKind::Q4K | QuantKind::Q5K => go!(32, true, true),
         QuantKind::Q6K if w.planar => rebuilt!(16, true, false, false, 6, false),
         QuantKind::Q3K if w.planar => rebuilt!(16, true, false, false, 3, false),
+        // Q2_K's float offsets: `crate::gemm`.
+        QuantKind::Q2K if w.planar => rebuilt!(16, true, false, false, 2, false),
         QuantKind::Q3K | QuantKind::Q6K if w.small => go!(16, true, false, false, true, 0, false),
         QuantKind::Q2K | QuantKind::Q3K | QuantKind::Q6K => go!(16, true, false),
         QuantKind::IQ4XS if w.small => go!(32, true, false, false, true, 0, false),
@@ -252,9 +254,10 @@ impl<const NIB: bool, const BITS: usize, const LUT: bool> Lines<NIB, BITS, LUT> 
         // A planar group of G lines is one sub-block (Q3_K: two), so line g of a sub is line
         // g of a group (Q3_K: line g + 4 * (which sub)).
         let pl = planes(BITS);
-        let lo_lines = pl.group * pl.lo / 8;
+        let lo_lines = pl.lo_lines();
         let group_k = 4 * pl.group;
-        debug_assert!(BITS == 0 || group_k == SUB * if pl.lo == 2 { 2 } else { 1 });
+        // Q3_K's groups are two sub-blocks; Q2_K's (no high bits) one.
+        debug_assert!(BITS == 0 || group_k == SUB * if pl.lo == 2 && pl.hi > 0 { 2 } else { 1 });
         // SAFETY: the 64-byte line kk/4 of the panel (with NIB, line kk/8 of its half-size
         // panel, kk a multiple of 8 there; with BITS, the bytes of group k0 / group_k) is
         // in bounds by the contract; AVX-512 F/BW by the contract.
@@ -263,7 +266,7 @@ impl<const NIB: bool, const BITS: usize, const LUT: bool> Lines<NIB, BITS, LUT> 
                 // Group k0 / group_k: its low lines (4 bits: g/2 holds lines g and g + 1;
                 // 2 bits: line `sub` holds the 4 lines of this sub), then the high bits of
                 // its lines (`Planes::hi_at`).
-                let at = q.add(k0 / group_k * (lo_lines + 1) * 64);
+                let at = q.add(k0 / group_k * pl.lines() * 64);
                 let sub = k0 % group_k / SUB;
                 let lo = if pl.lo == 2 {
                     if g == 0 {
@@ -278,6 +281,10 @@ impl<const NIB: bool, const BITS: usize, const LUT: bool> Lines<NIB, BITS, LUT> 
                 } else {
                     *high
                 };
+                if pl.hi == 0 {
+                    // Q2_K: the low bits are the weight.
+                    return lo;
+                }
                 if g == 0 {
                     *top = _mm512_loadu_si512(at.add(lo_lines * 64).cast());
                 }

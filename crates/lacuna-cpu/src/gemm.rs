@@ -174,7 +174,7 @@ fn run(
                 unsafe { kernel(q, acts, p0, np, out) }
                 // The float offsets, added to the same panels by the same task.
                 // SAFETY: as above.
-                unsafe { add_offsets(q, fkernel, &acts.g, p0, np, out) }
+                unsafe { add_offsets(path, q, fkernel, &acts.g, p0, np, out) }
             });
         }
         Inner::Float(f) => {
@@ -234,7 +234,7 @@ fn small_by_panels(path: Path, w: &QuantPacked, acts: &Acts, out: Out) {
             // task is the only writer of its columns.
             unsafe {
                 kernel(panel, acts, 0, 1, out.panel(p));
-                add_offsets(w, fkernel, &acts.g, p, 1, out);
+                add_offsets(path, w, fkernel, &acts.g, p, 1, out);
             }
         },
     );
@@ -251,9 +251,10 @@ thread_local! {
 /// without offsets.
 ///
 /// # Safety
-/// `fkernel` is an available path's; panels `p0..p0 + np` exist and belong to the caller;
-/// `g` was prepared for `w`.
+/// `path` is available and `fkernel` its kernel; panels `p0..p0 + np` exist and belong to
+/// the caller; `g` was prepared for `w`.
 unsafe fn add_offsets(
+    path: Path,
     w: &QuantPacked,
     fkernel: FloatKernel,
     g: &[f32],
@@ -272,7 +273,15 @@ unsafe fn add_offsets(
         OFFSETS.with_borrow_mut(|m| {
             for p in (p0..p0 + np).step_by(2) {
                 let two = (p0 + np - p).min(2);
-                w.offsets_panels(p, two, kg, m);
+                match path {
+                    // SAFETY: AVX-512 F/BW are part of these paths (available: the
+                    // contract); `w` is Q2_K in the small form (no `affine16`).
+                    #[cfg(target_arch = "x86_64")]
+                    Path::Avx512Vnni | Path::Amx if w.affine16.is_empty() => unsafe {
+                        x86::avx512::q2k_offsets(w, p, two, m)
+                    },
+                    _ => w.offsets_panels(p, two, kg, m),
+                }
                 // SAFETY: the contract; `m` holds panels p..p + two's offsets, written to
                 // their columns.
                 unsafe { fkernel(m, g, 0, two, out.panels_from(p)) }

@@ -5,6 +5,7 @@
 use std::arch::x86_64::*;
 
 use crate::acts::Acts;
+use crate::acts::FloatRound;
 use crate::blocks::QuantKind;
 use crate::out::Out;
 use crate::packed::{BITS5_SIGNED, FloatPacked, PANEL, QuantPacked, levels, planes};
@@ -193,6 +194,47 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
         | QuantKind::Q5_1
         | QuantKind::IQ4NL
         | QuantKind::MXFP4 => go!(32, false, false),
+    }
+}
+
+/// Panels `p..p + np` of Q2_K's narrow float offsets ([`QuantPacked::mins4`] and
+/// `dmin16`) widened into `into`, as [`QuantPacked::offsets_panels`] widens them (the same
+/// bits: `(-dmin) * m` is `-(dmin * m)`), 32 at a time.
+///
+/// # Safety
+/// AVX-512 F/BW; `w` is Q2_K in the planar form and holds panels `p..p + np`.
+#[target_feature(enable = "avx512f,avx512bw")]
+pub(crate) unsafe fn q2k_offsets(w: &QuantPacked, p: usize, np: usize, into: &mut FloatPacked) {
+    let (kg, nblk) = (w.k / 16, w.k / 256);
+    into.k = kg;
+    into.panels = np;
+    into.round = FloatRound::None;
+    into.w.resize(np * PANEL * kg, 0.0);
+    let mins4 = &w.mins4[p * PANEL * kg / 2..][..np * PANEL * kg / 2];
+    let dmin16 = &w.dmin16[p * PANEL * nblk..][..np * PANEL * nblk];
+    let low4 = _mm512_set1_epi32(15);
+    let sign = _mm512_set1_epi32(i32::MIN);
+    // Panel-blocks in order: 16 offsets (sub-blocks) of 16 rows each, from 8 pairs of mins.
+    for (ib, (dm, w)) in dmin16
+        .chunks_exact(PANEL)
+        .zip(into.w.chunks_exact_mut(16 * PANEL))
+        .enumerate()
+    {
+        // SAFETY: 16 u16 and 8 x 16 mins of this panel-block in bounds (sliced above);
+        // 16 x 16 floats written into `w`; AVX-512 F/BW (this function's features).
+        unsafe {
+            let d = _mm512_cvtph_ps(_mm256_loadu_si256(dm.as_ptr().cast()));
+            let nd = _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(d), sign));
+            for j in 0..8 {
+                let m = mins4[(ib * 8 + j) * PANEL..][..PANEL].as_ptr();
+                let v = _mm512_cvtepu8_epi32(_mm_loadu_si128(m.cast()));
+                let lo = _mm512_cvtepi32_ps(_mm512_and_si512(v, low4));
+                let hi = _mm512_cvtepi32_ps(_mm512_srli_epi32::<4>(v));
+                let o = w.as_mut_ptr().add(2 * j * PANEL);
+                _mm512_storeu_ps(o, _mm512_mul_ps(nd, lo));
+                _mm512_storeu_ps(o.add(PANEL), _mm512_mul_ps(nd, hi));
+            }
+        }
     }
 }
 

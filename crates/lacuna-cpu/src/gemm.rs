@@ -246,9 +246,9 @@ thread_local! {
 }
 
 /// Adds the float offsets of `w` (Q2_K, Q4_1, Q5_1: f32 in [`QuantPacked::affine`], or in
-/// the small form f16 in [`QuantPacked::affine16`] or Q2_K's 4-bit mins) to panels `p0..p0 + np` of `out`, by the float GEMM
-/// `fkernel` (accumulating) over the activations' scaled group sums `g`; nothing for a type
-/// without offsets.
+/// the small form f16 in [`QuantPacked::affine16`] or Q2_K's 4-bit mins) to panels
+/// `p0..p0 + np` of `out`, by the float GEMM `fkernel` (accumulating) over the activations'
+/// scaled group sums `g`; nothing for a type without offsets.
 ///
 /// # Safety
 /// `path` is available and `fkernel` its kernel; panels `p0..p0 + np` exist and belong to
@@ -275,9 +275,9 @@ unsafe fn add_offsets(
                 let two = (p0 + np - p).min(2);
                 match path {
                     // SAFETY: AVX-512 F/BW are part of these paths (available: the
-                    // contract); `w` is Q2_K in the small form (no `affine16`).
+                    // contract); `w` is Q2_K in the small form (its 4-bit mins).
                     #[cfg(target_arch = "x86_64")]
-                    Path::Avx512Vnni | Path::Amx if w.affine16.is_empty() => unsafe {
+                    Path::Avx512Vnni | Path::Amx if !w.mins4.is_empty() => unsafe {
                         x86::avx512::q2k_offsets(w, p, two, m)
                     },
                     _ => w.offsets_panels(p, two, kg, m),

@@ -26,10 +26,11 @@
 //! lines of low bits (4 bits: lines paired as for Q4_K; 2 bits: 4 lines a line) and one line
 //! of the `G` lines' high bits. Q6_K then takes 6.75 bits per weight (1.03x the file)
 //! instead of 8.75, Q5_K 5.9 (1.07x) instead of 8.9, Q3_K 3.75 (1.09x) instead of 8.75. And
-//! the 4-bit formats whose weights are 16 levels (IQ4_XS, IQ4_NL, Q4_0;
+//! the 4-bit formats whose weights are 16 levels (IQ4_XS, IQ4_NL, Q4_0, MXFP4;
 //! [`QuantPacked::lut`]) hold each weight as its level's index, two to a byte as for Q4_K,
 //! and the kernel looks the levels up (`vpshufb`): IQ4_XS 4.6 bits per weight (1.09x the
-//! file) instead of 8.6, IQ4_NL and Q4_0 6 instead of 10. And [`Form::Half`] keeps the
+//! file) instead of 8.6, IQ4_NL and Q4_0 6 instead of 10, MXFP4 6 (1.41x: its
+//! power-of-two scales keep 32 bits) instead of 10. And [`Form::Half`] keeps the
 //! 32-weight formats' block constants in 16 bits: Q8_0 9 bits per weight (1.06x the file)
 //! instead of 10, IQ4_NL and Q4_0 5 (1.11x) instead of 6; and with them Q5_0's weights in
 //! Q5_K's 5-bit planes, less a bias of 16 ([`BITS5_SIGNED`]): 6 bits per weight (1.09x the
@@ -495,24 +496,30 @@ pub(crate) fn reads_small(path: Path, w: &QuantPacked) -> bool {
 /// 32-weight format ran 36-75% slower than bytes from 32 tokens on (1 thread, 4096x4096),
 /// against 40-60% faster at one token.
 fn lut_kind(kind: QuantKind) -> bool {
-    matches!(kind, QuantKind::IQ4XS | QuantKind::IQ4NL | QuantKind::Q4_0)
+    matches!(
+        kind,
+        QuantKind::IQ4XS | QuantKind::IQ4NL | QuantKind::Q4_0 | QuantKind::MXFP4
+    )
 }
 
 /// IQ4's 16 levels (`kvalues_iq4nl`), as the byte form holds them.
 static IQ4_LEVELS: [i8; 16] = lacuna_quant::KVALUES_IQ4NL;
 /// Q4_0's 16 levels (`q - 8`), as the byte form holds them.
 static Q4_0_LEVELS: [i8; 16] = [-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7];
+/// MXFP4's 16 levels (`kvalues_mxfp4`: 0 twice), as the byte form holds them.
+static MXFP4_LEVELS: [i8; 16] = lacuna_quant::KVALUES_MXFP4;
 
 /// The 16 levels of a [`lut_kind`], as the byte form holds them.
 pub(crate) fn levels(kind: QuantKind) -> &'static [i8; 16] {
     match kind {
         QuantKind::Q4_0 => &Q4_0_LEVELS,
+        QuantKind::MXFP4 => &MXFP4_LEVELS,
         _ => &IQ4_LEVELS,
     }
 }
 
-/// Each byte's index among the [`levels`] of `kind` (by its bits as u8), -1 where it is
-/// none.
+/// Each byte's index among the [`levels`] of `kind` (by its bits as u8; MXFP4's 0, twice a
+/// level, the later index), -1 where it is none.
 fn level_index(kind: QuantKind) -> [i8; 256] {
     let mut index = [-1i8; 256];
     for (i, &l) in levels(kind).iter().enumerate() {
@@ -699,8 +706,8 @@ fn pack_small(
                     *o = h.to_bits();
                 }
                 if p_lut {
-                    // Each level to its index (the levels are distinct); padding rows (zeros,
-                    // never stored) to index 0.
+                    // Each level to its index; padding rows (zeros, never stored) to index 0
+                    // (MXFP4's zero has an index; any level would do there).
                     for line in one.qs.chunks_exact_mut(4 * PANEL) {
                         for (r, four) in line.chunks_exact_mut(4).enumerate() {
                             for q in four {

@@ -12,13 +12,13 @@
 //! `acc + (d * xd) * isum`, separate multiply and add, so results are bit-identical.
 //!
 //! The small form packing picks on this path ([`QuantPacked::half`]: the scale as f16, for
-//! Q8_0, Q4_0, Q5_0, IQ4_NL, Q4_1 and Q5_1; [`QuantPacked::lut`]: Q4_0 and IQ4_NL as level indices,
-//! two a byte; [`QuantPacked::planar`]: Q5_0 and Q5_1 in 5-bit planes; Q4_1 two weights a
-//! byte, [`QuantPacked::nib`]) is read as well: f16 scales
-//! widen exactly to the byte form's f32, and a panel of indices or planes is rebuilt into
-//! the byte form's lines (the AVX-512 kernel's [`Lines`]: `vpshufb` for the levels) on the
-//! first token tile, a block ahead of its multiply, into a per-thread buffer the later token
-//! tiles read from L2. (Against the byte form, 2 threads: the 126464 x 4096 Q4_0 LM head 20 vs
+//! Q8_0, Q4_0, Q5_0, IQ4_NL, Q4_1 and Q5_1; [`QuantPacked::lut`]: Q4_0 and IQ4_NL as level
+//! indices, two a byte; [`QuantPacked::planar`]: Q5_0 and Q5_1 in 5-bit planes; Q4_1 two
+//! weights a byte, [`QuantPacked::nib`]) is read as well: f16 scales widen exactly to the
+//! byte form's f32, and a panel of indices, nibbles or planes is rebuilt into the byte
+//! form's lines (the AVX-512 kernel's [`Lines`]: `vpshufb` for the levels) on the first
+//! token tile, a block ahead of its multiply, into a per-thread buffer the later token tiles
+//! read from L2. (Q4_1/Q5_1's float offsets are added after this kernel, `crate::gemm`.) (Against the byte form, 2 threads: the 126464 x 4096 Q4_0 LM head 20 vs
 //! 25 ms at 16 tokens and 37.5 vs 43 at 32, half the bytes streamed; at 4096 x 4096, in L3,
 //! within the noise at 2 threads, on 1 thread at 160 tokens 0.78-0.88x the time:
 //! `bench-results/xeon-2c-amx/ab/2026-12-05-amx-planar.json`.)
@@ -123,8 +123,8 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
         if (w.nib() || w.planar) && rebuilt.len() < k / 4 {
             rebuilt.resize(k / 4, Line([0; 64]));
         }
-        // SAFETY: as this function's (the buffer holds a panel's `k / 4` lines when lut or
-        // planar).
+        // SAFETY: as this function's (the buffer holds a panel's `k / 4` lines when the
+        // panel is rebuilt: nibbles, level indices or planes).
         unsafe { panels(w, a, p0, np, out, rebuilt.as_mut_ptr().cast(), &mut c) }
     });
     // SAFETY: releases the tile state this function configured.
@@ -132,7 +132,7 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
 }
 
 /// Panels `p0..p0 + np` of [`quant_panels`]; `rebuilt` a panel's `16 * k` bytes when
-/// `w.lut` or `w.planar`.
+/// `w.nib()` or `w.planar`.
 ///
 /// # Safety
 /// As [`quant_panels`], whose checks have passed and which configured the tiles.
@@ -195,8 +195,8 @@ unsafe fn panels(
 /// One panel over token rows `t0..t0 + 16`, every block of K: the 16 rows' f32
 /// accumulators (padding rows included; the caller stores only real ones). `HALF`: the
 /// scales are f16 (`w.d16`); `NIB`, `BITS` and `LUT` as for the AVX-512 kernel's lines
-/// ([`Lines`]): the panel holds level indices, two a byte (`NIB` and `LUT`), or Q5_0's
-/// planes (`BITS`), rebuilt into `rebuilt` on the first token tile (a block ahead of its
+/// ([`Lines`]): the panel holds level indices, two a byte (`NIB` and `LUT`), Q4_1's
+/// weights two a byte (`NIB`) or Q5_0/Q5_1's planes (`BITS`), rebuilt into `rebuilt` on the first token tile (a block ahead of its
 /// multiply) and read from there by every token tile.
 ///
 /// # Safety

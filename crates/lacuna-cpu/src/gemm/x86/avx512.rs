@@ -173,9 +173,10 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
         QuantKind::Q2K | QuantKind::Q3K | QuantKind::Q6K => go!(16, true, false),
         QuantKind::IQ4XS if w.small => go!(32, true, false, false, true, 0, false),
         QuantKind::IQ4XS => go!(32, true, false),
-        // Level indices with 32-bit block constants (`LACUNA_PLANAR_PANELS=1`, for A/B):
-        // these fold from `corr` and `d` as the byte form does.
-        QuantKind::Q4_0 | QuantKind::IQ4NL if w.lut && !w.half => {
+        // Level indices with 32-bit block constants (MXFP4, whose power-of-two scales f16
+        // cannot hold; the others under `LACUNA_PLANAR_PANELS=1`, for A/B): these fold from
+        // `corr` and `d` as the byte form does.
+        QuantKind::Q4_0 | QuantKind::IQ4NL | QuantKind::MXFP4 if w.lut && !w.half => {
             rebuilt!(32, false, false, true, false, 0, true)
         }
         QuantKind::Q4_0 | QuantKind::IQ4NL if w.lut => rebuilt!(32, false, false, true, 0, true),

@@ -42,8 +42,9 @@
 //! and widen them two panels at a time where they are added: Q4_1/Q5_1's as f16 (beside
 //! [`Form::Half`]'s 16-bit constants, Q4_1's weights two a byte and Q5_1's in Q5_K's planes:
 //! 1.10x and 1.08x the file instead of 2.2x and 1.8x), Q2_K's as its 4-bit mins, two a byte,
-//! and f16 `dmin` (beside its weights in 2-bit planes without a high line and i8 scales:
-//! 3.06 bits per weight, 1.17x the file, instead of 12.25).
+//! and f16 `dmin` (beside its weights in 2-bit planes without a high line, i8 scales and,
+//! with [`Form::Half`], 16-bit `corr` and `d`: 2.94 bits per weight, 1.12x the file, instead
+//! of 12.25).
 
 //! Float weights (F32, F16, BF16) are widened to f32 `[panel][k][16]`.
 
@@ -528,8 +529,9 @@ fn level_index(kind: QuantKind) -> [i8; 256] {
     index
 }
 
-/// The 32-weight formats whose block constants fit 16 bits: an f16 scale, no more than
-/// 32 x 127 for the weight sum, and an f16 offset if any (Q4_1, Q5_1).
+/// The formats whose block constants fit 16 bits: an f16 scale, no more than 32 x 127 for
+/// the weight sum, and an f16 offset if any (Q4_1, Q5_1); and Q2_K (f16 `d`, a scaled
+/// weight sum of at most 256 x 15 x 3, beside its planes and mins).
 fn half_consts(kind: QuantKind) -> bool {
     matches!(
         kind,
@@ -539,6 +541,7 @@ fn half_consts(kind: QuantKind) -> bool {
             | QuantKind::IQ4NL
             | QuantKind::Q4_1
             | QuantKind::Q5_1
+            | QuantKind::Q2K
     )
 }
 
@@ -1064,7 +1067,7 @@ impl QuantPacked {
             d16: vec![0; if_has(half, blocks)],
             dmin: vec![0.0; if_has(kind.has_mins(), blocks)],
             affine: None,
-            affine16: vec![0; if_has(half && kind.affine_group().is_some(), panels * PANEL * kg)],
+            affine16: vec![0; if_has(half && !q2k && kg > 0, panels * PANEL * kg)],
             mins4: vec![0; if_has(q2k, panels * PANEL * k / 32)],
             dmin16: vec![0; if_has(q2k, blocks)],
         };

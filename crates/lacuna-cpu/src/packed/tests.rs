@@ -146,7 +146,7 @@ fn planar_panels_hold_low_and_high_bits_and_expand_back() {
     // `corr`, `d` and `dmin`; for the 32-weight formats 8 blocks of weights, 16-bit `corr`
     // and `d`, and Q5_1's f16 offset).
     type Case = (GgmlType, Form, [usize; 4], i8, fn(usize) -> usize, usize);
-    let cases: [Case; 6] = [
+    let cases: [Case; 7] = [
         // Q2_K: no high bits; 4-bit mins two a byte and f16 `dmin` beside the i8 scales.
         (
             GgmlType::Q2_K,
@@ -155,6 +155,15 @@ fn planar_panels_hold_low_and_high_bits_and_expand_back() {
             0,
             |_| 0,
             64 + 16 + 8 + 8 + 2,
+        ),
+        // With 16-bit `corr` and `d`: 2.94 bits per weight, 1.12x the file's 2.625.
+        (
+            GgmlType::Q2_K,
+            Form::Half,
+            [2, 2, 4, 2],
+            0,
+            |_| 0,
+            64 + 16 + 4 + 8 + 2,
         ),
         (
             GgmlType::Q6_K,
@@ -263,7 +272,7 @@ fn offset_formats_hold_f16_offsets_that_widen_to_the_byte_forms() {
         let m = b.affine.as_ref().expect("the byte form's f32 offsets");
         if ty == GgmlType::Q2_K {
             // 4-bit mins two a byte and f16 `dmin`, widened to the byte form's `-(dmin * m)`.
-            assert!(q.planar && !q.half && q.affine.is_none() && q.affine16.is_empty());
+            assert!(q.planar && q.half && q.affine.is_none() && q.affine16.is_empty());
             assert_eq!(
                 (q.mins4.len(), q.dmin16.len()),
                 (m.w.len() / 2, m.w.len() / 16)

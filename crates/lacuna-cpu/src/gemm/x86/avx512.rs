@@ -448,7 +448,8 @@ unsafe fn tile<
     debug_assert!(p0 + R <= w.panels && t0 + T <= out.t);
     debug_assert!(a.q.len() >= (t0 + T) * k && a.d.len() >= (t0 + T) * nblk);
     debug_assert!((SMALL == w.small || !SCALES && !w.half) && (!LUT || (w.lut && NIB)));
-    debug_assert!(w.half == (SMALL && !SCALES));
+    // 16-bit constants: the 32-weight formats' small form, and Q2_K's.
+    debug_assert!(w.half == (SMALL && (!SCALES || w.half && w.kind == QuantKind::Q2K)));
     debug_assert!(
         (NIB == w.nib() && BITS == w.planar_bits()) || (!NIB && BITS == 0 && stride >= k * PANEL)
     );
@@ -578,12 +579,17 @@ impl<const MINS: bool> BlockFold<MINS> {
         unsafe { Self::with_mins(w, pb, mins) }
     }
 
-    /// [`BlockFold::new`] for a small matrix, whose mins are i8 (`mins8`, same order).
+    /// [`BlockFold::new`] for a small matrix, whose mins are i8 (`mins8`, same order), or
+    /// whose constants are 16-bit (Q2_K with [`QuantPacked::half`]: no mins).
     ///
     /// # Safety
-    /// As [`BlockFold::new`], with AVX-512 BW too; `w.small` and not `w.half`.
+    /// As [`BlockFold::new`], with AVX-512 BW too; `w.small`.
     #[inline(always)]
     pub(super) unsafe fn new_small(w: &QuantPacked, nblk: usize, p: usize, b: usize) -> Self {
+        if !MINS && w.half {
+            // SAFETY: the caller's contract; `w.half`.
+            return unsafe { Self::new_half(w, nblk, p, b) };
+        }
         let pb = (p * nblk + b) * PANEL;
         // SAFETY: AVX-512 F by the contract.
         let mut mins = [unsafe { _mm512_setzero_si512() }; 4];
@@ -601,7 +607,7 @@ impl<const MINS: bool> BlockFold<MINS> {
     }
 
     /// [`BlockFold::new`] for a small matrix in the half form (`w.half`: the 32-weight
-    /// formats, no mins), whose `corr` and `d` are 16-bit (`corr16`, `d16`).
+    /// formats and Q2_K, no mins), whose `corr` and `d` are 16-bit (`corr16`, `d16`).
     ///
     /// # Safety
     /// As [`BlockFold::new`]; `w.half`.

@@ -153,7 +153,7 @@ fn repacked_bytes(plan: &WeightPlan) -> (u64, u64) {
 /// else; past that the experts go compact first (at few tokens each their compact kernels
 /// cost little), then the dense matrices of a mixture-of-experts model. A dense model's
 /// matrices go compact only when repacked they would not fit in nine tenths: its repacked
-/// small forms are within 3-17% of the file's size (MXFP4's 41%), and compact costs its
+/// small forms are within 3-12% of the file's size (MXFP4's 41%), and compact costs its
 /// cached steps 1.3-1.5x (the LM head over few positions), so that trade pays only to fit at
 /// all.
 fn auto_layout(avail: u64, experts: u64, experts_file: u64, dense: u64) -> (bool, bool) {

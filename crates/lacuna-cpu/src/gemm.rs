@@ -140,11 +140,11 @@ fn run(
             Inner::Compact(c) if t >= PANEL_TOKENS => Some(c.kind),
             _ => None,
         };
-        if kind.is_some_and(|kind| x86::amx::takes_kind(kind, t)) {
+        if kind.is_some_and(|kind| x86::amx::takes(kind, t)) {
             ws.acts
                 .prepare_tiles(t, k, x86::amx::TOKEN_STEP, 256, false);
             per_task = x86::amx::TASK_PANELS;
-        } else if kind.is_some_and(|kind| x86::amx32::takes_kind(kind, t)) {
+        } else if kind.is_some_and(|kind| x86::amx32::takes(kind, t)) {
             ws.acts
                 .prepare_tiles(t, k, x86::amx32::TOKEN_TILE, 32, true);
             ws.acts.pad_scales(t, k / 32, x86::amx32::TOKEN_TILE);
@@ -267,9 +267,8 @@ unsafe fn add_offsets(
             // SAFETY: the contract; the float kernels take one or two panels.
             unsafe { fkernel(m, g, p, (p0 + np - p).min(2), out) }
         }
-    } else if let Some(group) = w.kind.affine_group() {
+    } else if w.kind.affine_group().is_some() {
         // Held narrow by the small form: f16 (Q4_1, Q5_1) or 4-bit mins (Q2_K).
-        let kg = w.k / group;
         OFFSETS.with_borrow_mut(|m| {
             for p in (p0..p0 + np).step_by(2) {
                 let two = (p0 + np - p).min(2);
@@ -280,7 +279,7 @@ unsafe fn add_offsets(
                     Path::Avx512Vnni | Path::Amx if !w.mins4.is_empty() => unsafe {
                         x86::avx512::q2k_offsets(w, p, two, m)
                     },
-                    _ => w.offsets_panels(p, two, kg, m),
+                    _ => w.offsets_panels(p, two, m),
                 }
                 // SAFETY: the contract; `m` holds panels p..p + two's offsets, written to
                 // their columns.

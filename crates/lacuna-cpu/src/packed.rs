@@ -1191,12 +1191,13 @@ impl QuantPacked {
         }
     }
 
-    /// Panels `p..p + np`'s float offsets (`kg` a row) of a small matrix that holds them
+    /// Panels `p..p + np`'s float offsets of a small matrix that holds them
     /// narrow (Q4_1 and Q5_1's f16 [`QuantPacked::affine16`], Q2_K's
     /// [`QuantPacked::mins4`] and `dmin16`), widened into `into` as panels `0..np` of the
     /// float GEMM's layout: the same f32 values as the byte form's [`QuantPacked::affine`].
-    pub(crate) fn offsets_panels(&self, p: usize, np: usize, kg: usize, into: &mut FloatPacked) {
+    pub(crate) fn offsets_panels(&self, p: usize, np: usize, into: &mut FloatPacked) {
         use half::slice::{HalfBitsSliceExt, HalfFloatSliceExt};
+        let kg = self.kind.affine_group().map_or(0, |g| self.k / g);
         into.k = kg;
         into.panels = np;
         into.round = FloatRound::None;

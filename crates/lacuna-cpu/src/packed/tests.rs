@@ -281,7 +281,7 @@ fn offset_formats_hold_f16_offsets_that_widen_to_the_byte_forms() {
             let mut drawn = std::collections::HashSet::new();
             for p in (0..q.panels).step_by(2) {
                 let two = (q.panels - p).min(2);
-                q.offsets_panels(p, two, m.k, &mut one);
+                q.offsets_panels(p, two, &mut one);
                 let want = &m.w[p * PANEL * m.k..][..two * PANEL * m.k];
                 // Padding rows (never stored) are -0.0 here, 0.0 there.
                 assert_eq!(one.w.len(), want.len());
@@ -311,7 +311,7 @@ fn offset_formats_hold_f16_offsets_that_widen_to_the_byte_forms() {
         let mut wide = QuantPacked::one_panel(b.kind, k);
         let mut drawn = std::collections::HashSet::new();
         for p in 0..q.panels {
-            q.offsets_panels(p, 1, m.k, &mut one);
+            q.offsets_panels(p, 1, &mut one);
             assert_eq!(
                 one.w[..],
                 m.w[p * PANEL * m.k..][..PANEL * m.k],

@@ -81,13 +81,9 @@ enum Src {
 /// Whether the AMX kernel takes this matmul (and so wants [`Acts::tiles`] prepared): a
 /// 256-element format over at least [`MIN_TOKENS`] tokens, in any form (bytes; the small
 /// form's i8 scales and mins, Q4_K two weights a byte; its bit planes for Q3_K, Q5_K and
-/// Q6_K, [`QuantPacked::planar`]; IQ4_XS as level indices, [`QuantPacked::lut`]).
-pub(crate) fn takes(w: &QuantPacked, t: usize) -> bool {
-    takes_kind(w.kind, t)
-}
-
-/// [`takes`] for a matrix of `kind` in any form (the test needs nothing else).
-pub(crate) fn takes_kind(kind: QuantKind, t: usize) -> bool {
+/// Q6_K, [`QuantPacked::planar`]; IQ4_XS as level indices, [`QuantPacked::lut`]): the kind
+/// decides, whatever the form (a compact matrix's panels decoded to bytes too).
+pub(crate) fn takes(kind: QuantKind, t: usize) -> bool {
     kind.block() == 256 && t >= MIN_TOKENS
 }
 
@@ -151,11 +147,11 @@ thread_local! {
 /// have been prepared as it says.
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
 pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usize, out: Out) {
-    if super::amx32::takes(w, out.t) {
+    if super::amx32::takes(w.kind, out.t) {
         // SAFETY: same contract; the caller padded the activations (`crate::gemm`).
         return unsafe { super::amx32::quant_panels(w, a, p0, np, out) };
     }
-    if !takes(w, out.t) {
+    if !takes(w.kind, out.t) {
         // SAFETY: same contract; AVX-512 F/BW/VNNI is part of this path.
         return unsafe { super::avx512::quant_panels(w, a, p0, np, out) };
     }

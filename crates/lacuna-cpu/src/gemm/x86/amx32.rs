@@ -67,12 +67,7 @@ const BLOCK: usize = 32;
 /// [`QuantPacked::lut`]) over at least [`MIN_TOKENS`] tokens; it then wants the activations
 /// laid out by [`Acts::prepare_tiles`], signed, [`TOKEN_TILE`] rows a step, 32 bytes wide,
 /// and the scales padded by [`Acts::pad_scales`].
-pub(crate) fn takes(w: &QuantPacked, t: usize) -> bool {
-    takes_kind(w.kind, t)
-}
-
-/// [`takes`] for a matrix of `kind` in any form (the test needs nothing else).
-pub(crate) fn takes_kind(kind: QuantKind, t: usize) -> bool {
+pub(crate) fn takes(kind: QuantKind, t: usize) -> bool {
     kind.block() == BLOCK && t >= MIN_TOKENS
 }
 

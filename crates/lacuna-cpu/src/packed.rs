@@ -757,15 +757,15 @@ fn pack_small(
 /// Q2_K's mins and `dmin` of the rows in `src` (ggml's blocks, `row_bytes` a row) into one
 /// panel's [`QuantPacked::mins4`] and [`QuantPacked::dmin16`] (rows past them stay zero).
 fn q2k_offsets(src: &[u8], row_bytes: usize, mins4: &mut [u8], dmin16: &mut [u16]) {
-    const BLOCK_BYTES: usize = 84;
+    use lacuna_quant::BlockQ2K;
     for (r, row) in src.chunks_exact(row_bytes).enumerate() {
-        for (b, blk) in row.chunks_exact(BLOCK_BYTES).enumerate() {
-            // `scales[16]`: scale in the low nibble, min in the high one; `dmin` at 82.
-            for j in 0..16 {
-                let m = blk[j] >> 4;
-                mins4[(b * 8 + j / 2) * PANEL + r] |= m << (4 * (j % 2));
+        for (b, raw) in row.chunks_exact(size_of::<BlockQ2K>()).enumerate() {
+            let blk: BlockQ2K = bytemuck::pod_read_unaligned(raw);
+            // `scales`: the scale in the low nibble, the min in the high one.
+            for (j, &s) in blk.scales.iter().enumerate() {
+                mins4[(b * 8 + j / 2) * PANEL + r] |= (s >> 4) << (4 * (j % 2));
             }
-            dmin16[b * PANEL + r] = u16::from_le_bytes([blk[82], blk[83]]);
+            dmin16[b * PANEL + r] = blk.dmin.to_bits();
         }
     }
 }

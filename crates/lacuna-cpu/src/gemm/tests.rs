@@ -89,10 +89,11 @@ proptest! {
     }
 
     /// The small form (Q4_K two weights a byte, i8 scales and mins), with and without the
-    /// planar forms (Q2_K, Q3_K, Q5_K and Q6_K in bit planes; 16-bit block constants, Q5_0 and Q5_1
-    /// then in planes too, Q4_1 two weights a byte and f16 offsets), gives the byte form's bits for every quantized type on every
-    /// path (natively on AVX-512 VNNI and AMX, and AVX2 but for the planar forms; expanded
-    /// panel by panel elsewhere), over 1..=130 tokens.
+    /// planar forms (Q2_K, Q3_K, Q5_K and Q6_K in bit planes; 16-bit block constants, Q5_0
+    /// and Q5_1 then in planes too, Q4_1 two weights a byte and f16 offsets), gives the byte
+    /// form's bits for every quantized type on every path (natively on AVX-512 VNNI and AMX,
+    /// and AVX2 but for the planar forms; expanded panel by panel elsewhere), over 1..=130
+    /// tokens.
     #[test]
     fn small_panels_equal_byte_panels((t, n, kb, seed, scale) in shape(), extra in 0usize..31) {
         let mut rng = Rng(seed | 1);
@@ -106,7 +107,7 @@ proptest! {
             let want = run(Path::Scalar, &held, &x, t);
             for form in [Form::Small, Form::Planar, Form::Half] {
                 let small = PackedWeight::new_with(ty, n, k, &bytes, form).unwrap();
-                // Q5_0's planes come with its 16-bit constants.
+                // Q5_0/Q5_1's planes come with their 16-bit constants.
                 let planar = match ty {
                     GgmlType::Q2_K | GgmlType::Q3_K | GgmlType::Q5_K | GgmlType::Q6_K => {
                         form != Form::Small

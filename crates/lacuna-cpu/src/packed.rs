@@ -29,10 +29,10 @@
 //! the 4-bit formats whose weights are 16 levels (IQ4_XS, IQ4_NL, Q4_0, MXFP4;
 //! [`QuantPacked::lut`]) hold each weight as its level's index, two to a byte as for Q4_K,
 //! and the kernel looks the levels up (`vpshufb`): IQ4_XS 4.6 bits per weight (1.09x the
-//! file) instead of 8.6, IQ4_NL and Q4_0 6 instead of 10, MXFP4 6 (1.41x: its
-//! power-of-two scales keep 32 bits) instead of 10. And [`Form::Half`] keeps the
-//! 32-weight formats' block constants in 16 bits: Q8_0 9 bits per weight (1.06x the file)
-//! instead of 10, IQ4_NL and Q4_0 5 (1.11x) instead of 6; and with them Q5_0's weights in
+//! file) instead of 8.6, IQ4_NL, Q4_0 and MXFP4 6 instead of 10. And [`Form::Half`] keeps
+//! the 32-weight formats' block constants in 16 bits: Q8_0 9 bits per weight (1.06x the
+//! file) instead of 10, IQ4_NL and Q4_0 5 (1.11x) instead of 6, MXFP4 4.75 (1.12x: its
+//! power-of-two scale as the file's E8M0 byte, [`QuantPacked::e8`]); and with them Q5_0's weights in
 //! Q5_K's 5-bit planes, less a bias of 16 ([`BITS5_SIGNED`]): 6 bits per weight (1.09x the
 //! file) instead of 9.
 //!
@@ -112,8 +112,11 @@ pub(crate) struct QuantPacked {
     pub(crate) scales8: Vec<i8>,
     /// `corr / 128` as i16, for [`QuantPacked::half`].
     pub(crate) corr16: Vec<i16>,
-    /// `d` as f16 bits, for [`QuantPacked::half`].
+    /// `d` as f16 bits, for [`QuantPacked::half`] (not MXFP4).
     pub(crate) d16: Vec<u16>,
+    /// MXFP4's `d` as the file's E8M0 byte (`d = e8m0_to_fp32_half(e)`: powers of two f16
+    /// cannot hold), for [`QuantPacked::half`], instead of `d16`.
+    pub(crate) e8: Vec<u8>,
     /// `mins` as i8, for the small form.
     pub(crate) mins8: Vec<i8>,
     /// `[panel][block][16]` super-scale `d`.
@@ -243,8 +246,12 @@ impl PackedWeight {
             Some(g) => rows * (k / g) * if half { 2 } else { 4 },
             None => 0,
         };
-        // `corr` and `d`: 4 bytes each per block (2 in 16 bits).
-        let consts = if half { 4 * blocks } else { 8 * blocks };
+        // `corr` and `d`: 4 bytes each per block (2 in 16 bits; MXFP4's `d` its E8M0 byte).
+        let consts = match kind {
+            QuantKind::MXFP4 if half => 3 * blocks,
+            _ if half => 4 * blocks,
+            _ => 8 * blocks,
+        };
         Some(qs + scales + consts + mins + affine)
     }
 
@@ -405,6 +412,7 @@ impl PackedWeight {
                     + q.scales8.len()
                     + q.mins8.len()
                     + 2 * (q.corr16.len() + q.d16.len())
+                    + q.e8.len()
                     + 4 * (q.scales.len() + q.corr.len() + q.d.len() + q.dmin.len())
                     + 2 * q.mins.len()
                     + q.affine.as_ref().map_or(0, |f| 4 * f.w.len())
@@ -530,8 +538,9 @@ fn level_index(kind: QuantKind) -> [i8; 256] {
 }
 
 /// The formats whose block constants fit 16 bits: an f16 scale, no more than 32 x 127 for
-/// the weight sum, and an f16 offset if any (Q4_1, Q5_1); and Q2_K (f16 `d`, a scaled
-/// weight sum of at most 256 x 15 x 3, beside its planes and mins).
+/// the weight sum, and an f16 offset if any (Q4_1, Q5_1); Q2_K (f16 `d`, a scaled weight sum
+/// of at most 256 x 15 x 3, beside its planes and mins); and MXFP4 (a weight sum of at most
+/// 32 x 12, its scale as the file's E8M0 byte, [`QuantPacked::e8`]).
 fn half_consts(kind: QuantKind) -> bool {
     matches!(
         kind,
@@ -542,6 +551,7 @@ fn half_consts(kind: QuantKind) -> bool {
             | QuantKind::Q4_1
             | QuantKind::Q5_1
             | QuantKind::Q2K
+            | QuantKind::MXFP4
     )
 }
 
@@ -685,7 +695,8 @@ fn pack_small(
         .zip(
             chunks_or_empty(&mut p.mins4, PANEL * k / 32, panels)
                 .into_par_iter()
-                .zip(chunks_or_empty(&mut p.dmin16, pb, panels)),
+                .zip(chunks_or_empty(&mut p.dmin16, pb, panels))
+                .zip(chunks_or_empty(&mut p.e8, pb, panels)),
         )
         .enumerate()
         .for_each_init(
@@ -699,9 +710,12 @@ fn pack_small(
                 }
                 let src = &bytes[pi * PANEL * row_bytes..][..rows * row_bytes];
                 fill_panel(kind, k, src, row_bytes, one.panel_mut(aff));
-                let (mins4, dmin16) = q2k;
+                let ((mins4, dmin16), e8) = q2k;
                 if !mins4.is_empty() {
                     q2k_offsets(src, row_bytes, mins4, dmin16);
+                }
+                if !e8.is_empty() {
+                    mxfp4_exponents(src, row_bytes, e8);
                 }
                 for (o, &v) in aff16.iter_mut().zip(aff.iter()) {
                     let h = half::f16::from_f32(v);
@@ -742,6 +756,7 @@ fn pack_small(
                         debug_assert!(c % 128 == 0 && i16::try_from(c / 128).is_ok());
                         *o = (c / 128) as i16;
                     }
+                    // (MXFP4's `d` is in `e8`, from the file's bytes.)
                     for (o, &v) in d16.iter_mut().zip(&one.d) {
                         let h = half::f16::from_f32(v);
                         debug_assert!(h.to_f32().to_bits() == v.to_bits(), "{v} is not an f16");
@@ -752,6 +767,18 @@ fn pack_small(
             },
         );
     p
+}
+
+/// MXFP4's E8M0 scale bytes of the rows in `src` (ggml's blocks, `row_bytes` a row) into one
+/// panel's [`QuantPacked::e8`], `[block][16]` (rows past them stay zero).
+fn mxfp4_exponents(src: &[u8], row_bytes: usize, e8: &mut [u8]) {
+    const BLOCK: usize = size_of::<lacuna_quant::BlockMXFP4>();
+    for (r, row) in src.chunks_exact(row_bytes).enumerate() {
+        for (b, block) in row.chunks_exact(BLOCK).enumerate() {
+            let blk: lacuna_quant::BlockMXFP4 = bytemuck::pod_read_unaligned(block);
+            e8[b * PANEL + r] = blk.e;
+        }
+    }
 }
 
 /// Q2_K's mins and `dmin` of the rows in `src` (ggml's blocks, `row_bytes` a row) into one
@@ -1047,6 +1074,8 @@ impl QuantPacked {
         let blocks = panels * PANEL * nblk;
         // Q2_K's offsets as its 4-bit mins and f16 `dmin` (with its 2-bit planes).
         let q2k = planar && kind == QuantKind::Q2K;
+        // MXFP4's scales as E8M0 bytes (with 16-bit `corr`).
+        let e8 = half && kind == QuantKind::MXFP4;
         let if_has = |yes: bool, len: usize| if yes { len } else { 0 };
         let mut p = QuantPacked {
             kind,
@@ -1064,7 +1093,8 @@ impl QuantPacked {
             mins: vec![0; if_has(kind.has_mins() && !small, blocks * 8)],
             mins8: vec![0; if_has(kind.has_mins() && small, blocks * 8)],
             d: vec![0.0; if_has(!half, blocks)],
-            d16: vec![0; if_has(half, blocks)],
+            d16: vec![0; if_has(half && !e8, blocks)],
+            e8: vec![0; if_has(e8, blocks)],
             dmin: vec![0.0; if_has(kind.has_mins(), blocks)],
             affine: None,
             affine16: vec![0; if_has(half && !q2k && kg > 0, panels * PANEL * kg)],
@@ -1080,7 +1110,12 @@ impl QuantPacked {
     /// layout's scratch for matmuls over many tokens, and a small form's on paths that read
     /// bytes. It holds no float offsets (Q4_1/Q5_1's are added from the small matrix).
     pub(crate) fn one_panel(kind: QuantKind, k: usize) -> QuantPacked {
-        QuantPacked::zeroed(kind, k, 1, false, Form::Bytes)
+        QuantPacked::byte_panels(kind, k, 1)
+    }
+
+    /// [`QuantPacked::one_panel`] for `panels` panels.
+    pub(crate) fn byte_panels(kind: QuantKind, k: usize, panels: usize) -> QuantPacked {
+        QuantPacked::zeroed(kind, k, panels, false, Form::Bytes)
     }
 
     /// Whether `qs` holds two weights a byte: Q4_K in the small form, Q4_1 with 16-bit
@@ -1152,8 +1187,14 @@ impl QuantPacked {
             for (o, &c) in into.corr.iter_mut().zip(&self.corr16[p * n..][..n]) {
                 *o = i32::from(c) * 128;
             }
-            for (o, &h) in into.d.iter_mut().zip(&self.d16[p * n..][..n]) {
-                *o = half::f16::from_bits(h).to_f32();
+            if self.e8.is_empty() {
+                for (o, &h) in into.d.iter_mut().zip(&self.d16[p * n..][..n]) {
+                    *o = half::f16::from_bits(h).to_f32();
+                }
+            } else {
+                for (o, &e) in into.d.iter_mut().zip(&self.e8[p * n..][..n]) {
+                    *o = lacuna_quant::e8m0_to_fp32_half(e);
+                }
             }
         } else {
             chunk(&self.corr, p, &mut into.corr);

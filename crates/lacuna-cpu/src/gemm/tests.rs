@@ -448,3 +448,37 @@ fn amx_matches_scalar(w: &PackedWeight, x: &[f32], t: usize) -> bool {
         .zip(&want)
         .all(|(a, b)| a.to_bits() == b.to_bits())
 }
+
+/// MXFP4's half form widens the file's E8M0 bytes in the kernels (AVX-512 VNNI's fold and
+/// AMX's) to the byte form's `d`, the subnormal scales of bytes 0 and 1 included: every path
+/// gives the scalar path's bits on the byte form, at lengths that run either kernel.
+#[test]
+fn mxfp4_exponent_bytes_fold_as_the_byte_form() {
+    let mut rng = Rng(0xe8);
+    let (n, k) = (40, 32 * 9);
+    let ty = GgmlType::MXFP4;
+    let mut bytes = weights(ty, n, k, &mut rng, 1.0);
+    // Subnormal, small and ordinary scales side by side in odd rows; only the smallest four
+    // in even rows (beside ordinary ones they would vanish from the sums).
+    let exps = [0u8, 1, 2, 3, 120, 125, 127, 128, 131];
+    let nblk = k / 32;
+    for (i, b) in bytes.chunks_exact_mut(17).enumerate() {
+        let row = i / nblk;
+        b[0] = exps[(i * 5) % if row % 2 == 0 { 4 } else { exps.len() }];
+    }
+    let held = PackedWeight::new_with(ty, n, k, &bytes, Form::Bytes).unwrap();
+    let half = PackedWeight::new_with(ty, n, k, &bytes, Form::Half).unwrap();
+    for t in [1, 8, 16, 33] {
+        let x = acts(t, k, &mut rng, 1.0);
+        let want = run(Path::Scalar, &held, &x, t);
+        assert!(want.iter().all(|v| v.is_finite()));
+        for path in Path::available() {
+            let got = run(path, &half, &x, t);
+            let same = got
+                .iter()
+                .zip(&want)
+                .all(|(a, b)| a.to_bits() == b.to_bits());
+            assert!(same, "{path}: t={t}");
+        }
+    }
+}

@@ -387,6 +387,65 @@ fn level_formats_hold_level_indices_as_nibbles_and_expand_back() {
 }
 
 #[test]
+fn mxfp4_half_form_holds_the_files_exponent_bytes() {
+    // Every E8M0 byte (the subnormal 0 and 1 included), one a block, in rows that fill one
+    // panel and part of a second.
+    let (n, k) = (20, 512);
+    let mut rng = crate::testing::Rng(13);
+    let mut bytes = crate::testing::weights(GgmlType::MXFP4, n, k, &mut rng, 1.0);
+    let block = size_of::<lacuna_quant::BlockMXFP4>();
+    for (i, b) in bytes.chunks_exact_mut(block).enumerate() {
+        b[0] = (i * 37 % 256) as u8;
+    }
+    let held = PackedWeight::new_with(GgmlType::MXFP4, n, k, &bytes, Form::Bytes).unwrap();
+    let half = PackedWeight::new_with(GgmlType::MXFP4, n, k, &bytes, Form::Half).unwrap();
+    let (Inner::Quant(b), Inner::Quant(h)) = (&held.inner, &half.inner) else {
+        panic!("quantized layouts expected");
+    };
+    assert!(h.half && h.lut && h.d16.is_empty() && h.d.is_empty() && h.corr.is_empty());
+    let nblk = k / 32;
+    let mut seen = [false; 256];
+    for r in 0..n {
+        for blk in 0..nblk {
+            let at = ((r / PANEL) * nblk + blk) * PANEL + r % PANEL;
+            let e = bytes[(r * nblk + blk) * block];
+            assert_eq!(h.e8[at], e, "row {r} block {blk}");
+            assert_eq!(
+                lacuna_quant::e8m0_to_fp32_half(e).to_bits(),
+                b.d[at].to_bits(),
+                "row {r} block {blk}"
+            );
+            assert_eq!(
+                i32::from(h.corr16[at]) * 128,
+                b.corr[at],
+                "row {r} block {blk}"
+            );
+            seen[usize::from(e)] = true;
+        }
+    }
+    assert!(seen.iter().all(|&s| s), "every exponent byte drawn");
+    // 4 bits a weight, 24 bits of constants a block: 4.75 bits a weight.
+    assert_eq!(half.packed_bytes(), 2 * PANEL * (k / 2 + nblk * 3));
+    // Expanded back: the byte form's constants (padding rows, never stored, aside: their
+    // zero byte widens to 2^-128 where the byte form holds 0).
+    let mut one = QuantPacked::one_panel(b.kind, k);
+    for p in 0..h.panels {
+        h.expand_panel(p, &mut one);
+        let c = PANEL * nblk;
+        assert_eq!(one.corr[..], b.corr[p * c..(p + 1) * c]);
+        for (i, d) in one.d.iter().enumerate() {
+            if p * PANEL + i % PANEL < n {
+                assert_eq!(
+                    d.to_bits(),
+                    b.d[p * c + i].to_bits(),
+                    "panel {p} constant {i}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn repacked_bytes_are_what_packing_holds() {
     let mut rng = crate::testing::Rng(11);
     let types = QuantKind::ALL.into_iter().map(QuantKind::ty).chain([

@@ -107,7 +107,7 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
             && a.tiles.len() >= tpad * k
             && a.d.len() >= tpad * nblk
             && w.qs.len() >= (p0 + np) * w.panel_qs()
-            && (!w.half || w.d16.len() >= (p0 + np) * PANEL * nblk),
+            && (!w.half || w.d16.len().max(w.e8.len()) >= (p0 + np) * PANEL * nblk),
         "AMX activation tiles not prepared"
     );
     let cfg = TileConfig::with_shapes(&SHAPES);
@@ -299,11 +299,11 @@ unsafe fn token_tile<const HALF: bool, const NIB: bool, const BITS: usize, const
         let buf = &c.0[pb % 3];
         // The products of signed activations: `isum - corr` already (`BlockFold::add_isum`).
         let at = (p * nblk + pb) * PANEL;
-        // SAFETY: panel p and block pb exist (f16 scales: exact in f32, the byte form's
-        // `d`); AVX-512 F (this function's features).
+        // SAFETY: panel p and block pb exist (f16 or E8M0 scales: exact in f32, the byte
+        // form's `d`); AVX-512 F/BW (this function's features).
         let d = unsafe {
             if HALF {
-                _mm512_cvtph_ps(_mm256_loadu_si256(w.d16[at..at + PANEL].as_ptr().cast()))
+                super::avx512::half_scales(w, at)
             } else {
                 _mm512_loadu_ps(w.d[at..at + PANEL].as_ptr())
             }

@@ -43,9 +43,110 @@ fn expand_tokens() -> usize {
     })
 }
 
+/// Canvases of at least this many tokens run Q8_0 in the half form through [`widened`]
+/// (the others from [`expand_tokens`], where their weights are rebuilt too).
+const WIDEN_TOKENS_Q8_0: usize = 8;
+
+/// The token count from which a matrix of `kind` in the half form runs [`widened`]:
+/// `LACUNA_WIDEN_TOKENS=N` sets Q8_0's, for A/B benchmarks (read once).
+fn widen_tokens(kind: QuantKind) -> usize {
+    static AT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    if kind != QuantKind::Q8_0 {
+        return expand_tokens();
+    }
+    *AT.get_or_init(|| {
+        std::env::var("LACUNA_WIDEN_TOKENS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(WIDEN_TOKENS_Q8_0)
+    })
+}
+
 thread_local! {
     /// Per-thread byte-form lines of the panels [`expand`] rebuilt: 64-byte aligned.
     static EXPANDED: std::cell::RefCell<Vec<__m512i>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// Per-thread byte-form panels of a matrix in the half form ([`widened`]).
+    static WIDENED: std::cell::RefCell<Option<QuantPacked>> = const { std::cell::RefCell::new(None) };
+}
+
+/// A matrix in the half form ([`QuantPacked::half`]) over [`expand_tokens`] or more tokens:
+/// panels `p0..p0 + np` rebuilt into a per-thread byte-form buffer, weights and constants
+/// (16-bit `corr` and `d`, or MXFP4's E8M0 bytes, and i8 scales widened), then the byte
+/// kernel over every token tile. Reading the 16-bit constants in each tile's block fold cost
+/// more than the tile saved: the widening needs registers the 2 x 6 accumulators hold, and
+/// they spilled (2 threads, 126464 x 4096, 32 tokens: Q8_0 82 against 64 ms, Q4_0 95 against
+/// 61; 160 tokens 1.5-1.6x).
+///
+/// # Safety
+/// As [`quant_panels`]; `w.half`.
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+unsafe fn widened(w: &QuantPacked, a: &Acts, p0: usize, np: usize, out: Out) {
+    debug_assert!(w.half && p0 + np <= w.panels);
+    WIDENED.with_borrow_mut(|buf| {
+        let fits = |b: &QuantPacked| b.kind == w.kind && b.k == w.k && b.panels >= np;
+        if !buf.as_ref().is_some_and(fits) {
+            *buf = Some(QuantPacked::byte_panels(w.kind, w.k, np.max(2)));
+        }
+        let Some(wide) = buf.as_mut() else {
+            unreachable!("filled above")
+        };
+        let stride = wide.panel_qs();
+        let dst = wide.qs.as_mut_ptr();
+        // Q8_0's weights are bytes already: read where they are.
+        let mut at = None;
+        // SAFETY: `wide` holds at least `np` byte panels of `stride = k * 16` bytes; AVX-512
+        // F/BW (this function's features); the form is the matrix's.
+        unsafe {
+            match w.kind {
+                QuantKind::Q2K => expand::<16, false, 2, false>(w, p0, np, dst, stride),
+                QuantKind::Q5_0 => expand::<32, false, BITS5_SIGNED, false>(w, p0, np, dst, stride),
+                QuantKind::Q5_1 => expand::<32, false, 5, false>(w, p0, np, dst, stride),
+                QuantKind::Q4_1 => expand::<32, true, 0, false>(w, p0, np, dst, stride),
+                _ if w.lut => expand::<32, true, 0, true>(w, p0, np, dst, stride),
+                _ => at = Some(w.qs[p0 * stride..(p0 + np) * stride].as_ptr()),
+            }
+            widen_consts(w, p0, np, wide);
+        }
+        // SAFETY: the contract; `wide` holds the constants of panels p0.. of `w` as panels
+        // 0.., in the byte form, and their weights (or `at` does); the view starts at column
+        // p0 * 16 of `out`.
+        unsafe { panels_at(wide, a, 0, np, out.panels_from(p0), at) }
+    })
+}
+
+/// The block constants (and sub-block scales) of panels `p0..p0 + np` of `w`, in the half
+/// form, widened into panels `0..np` of the byte-form buffer `wide`: what
+/// [`QuantPacked::expand_panel`] makes of them, 16 at a time.
+///
+/// # Safety
+/// AVX-512 F/BW; `w.half`; `wide` is a byte-form buffer of `w`'s kind and `k` with at
+/// least `np` panels.
+#[target_feature(enable = "avx512f,avx512bw")]
+unsafe fn widen_consts(w: &QuantPacked, p0: usize, np: usize, wide: &mut QuantPacked) {
+    debug_assert!(w.half && !wide.small && wide.panels >= np);
+    let nblk = w.k / w.kind.block();
+    let n = np * nblk * PANEL;
+    let from = p0 * nblk * PANEL;
+    for i in (0..n).step_by(PANEL) {
+        // SAFETY: 16 values at `from + i` of each half array and at `i` of each byte-form
+        // array (bounds-checked slices); AVX-512 F/BW (this function's features).
+        unsafe {
+            let c16 = _mm256_loadu_si256(w.corr16[from + i..][..PANEL].as_ptr().cast());
+            let corr = _mm512_slli_epi32::<7>(_mm512_cvtepi16_epi32(c16));
+            _mm512_storeu_si512(wide.corr[i..i + PANEL].as_mut_ptr().cast(), corr);
+            _mm512_storeu_ps(wide.d[i..i + PANEL].as_mut_ptr(), half_scales(w, from + i));
+        }
+    }
+    let ns = wide.scales.len().min(n * (w.kind.block() / w.kind.sub()));
+    let sfrom = from * (w.kind.block() / w.kind.sub());
+    for i in (0..ns).step_by(PANEL) {
+        // SAFETY: as above, for the i8 scales and their i32 widening.
+        unsafe {
+            let s8 = _mm_loadu_si128(w.scales8[sfrom + i..][..PANEL].as_ptr().cast());
+            let sc = _mm512_cvtepi8_epi32(s8);
+            _mm512_storeu_si512(wide.scales[i..i + PANEL].as_mut_ptr().cast(), sc);
+        }
+    }
 }
 
 /// AVX-512 VNNI quantized GEMM over panels `p0..p0 + np`.
@@ -54,6 +155,29 @@ thread_local! {
 /// See [`crate::gemm::QuantKernel`]; needs AVX-512 F/BW/VNNI.
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
 pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usize, out: Out) {
+    if w.half && out.t >= widen_tokens(w.kind) {
+        // SAFETY: the contract; `w.half`.
+        return unsafe { widened(w, a, p0, np, out) };
+    }
+    // SAFETY: the contract.
+    unsafe { panels_at(w, a, p0, np, out, None) }
+}
+
+/// [`quant_panels`], the byte form's weights of panel `p0 + r` read at `at + r * 16k`
+/// instead of `w`'s panels when `at` is given.
+///
+/// # Safety
+/// As [`quant_panels`]; `at`, when given, holds `np` byte-form panels of `w`'s `k`, and `w`
+/// is in the byte form.
+#[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+unsafe fn panels_at(
+    w: &QuantPacked,
+    a: &Acts,
+    p0: usize,
+    np: usize,
+    out: Out,
+    at: Option<*const i8>,
+) {
     // Token tiles over panels whose weights start at `src`, `stride` bytes a panel.
     macro_rules! run {
         ($sub:literal, $sc:literal, $mins:literal, $nib:literal, $small:literal, $bits:expr, $lut:literal, $src:expr, $stride:expr) => {{
@@ -122,7 +246,7 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
                 $small,
                 $bits,
                 $lut,
-                w.qs[p0 * stride..].as_ptr(),
+                at.unwrap_or_else(|| w.qs[p0 * stride..].as_ptr()),
                 stride
             )
         }};
@@ -173,13 +297,14 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
         QuantKind::Q2K | QuantKind::Q3K | QuantKind::Q6K => go!(16, true, false),
         QuantKind::IQ4XS if w.small => go!(32, true, false, false, true, 0, false),
         QuantKind::IQ4XS => go!(32, true, false),
-        // Level indices with 32-bit block constants (MXFP4, whose power-of-two scales f16
-        // cannot hold; the others under `LACUNA_PLANAR_PANELS=1`, for A/B): these fold from
-        // `corr` and `d` as the byte form does.
+        // Level indices with 32-bit block constants (under `LACUNA_PLANAR_PANELS=1`, for
+        // A/B): these fold from `corr` and `d` as the byte form does.
         QuantKind::Q4_0 | QuantKind::IQ4NL | QuantKind::MXFP4 if w.lut && !w.half => {
             rebuilt!(32, false, false, true, false, 0, true)
         }
-        QuantKind::Q4_0 | QuantKind::IQ4NL if w.lut => rebuilt!(32, false, false, true, 0, true),
+        QuantKind::Q4_0 | QuantKind::IQ4NL | QuantKind::MXFP4 if w.lut => {
+            rebuilt!(32, false, false, true, 0, true)
+        }
         // Q5_0 in Q5_K's planes, less its bias ([`BITS5_SIGNED`]), with 16-bit constants.
         QuantKind::Q5_0 if w.planar => rebuilt!(32, false, false, false, BITS5_SIGNED, false),
         // Q5_1 in Q5_K's planes, Q4_1 two weights a byte (its float offsets: `crate::gemm`).
@@ -555,6 +680,28 @@ pub(super) struct BlockFold<const MINS: bool> {
     mins: [__m512i; 4],
 }
 
+/// The 16 scales `d` at `at` of a matrix in the half form ([`QuantPacked::half`]): its f16
+/// `d16` widened, or MXFP4's E8M0 bytes `e8` as ggml's `GGML_E8M0_TO_FP32_HALF`,
+/// `2^(e - 128)` (f32 bits `(e - 1) << 23`, subnormal `0x200000 << e` below e = 2).
+///
+/// # Safety
+/// AVX-512 F/BW in the caller; `w.half`; 16 values at `at` (bounds-checked).
+#[inline(always)]
+pub(super) unsafe fn half_scales(w: &QuantPacked, at: usize) -> __m512 {
+    // SAFETY: the slices are bounds-checked; AVX-512 F/BW by the contract.
+    unsafe {
+        if w.e8.is_empty() {
+            _mm512_cvtph_ps(_mm256_loadu_si256(w.d16[at..at + PANEL].as_ptr().cast()))
+        } else {
+            let e = _mm512_cvtepu8_epi32(_mm_loadu_si128(w.e8[at..at + PANEL].as_ptr().cast()));
+            let normal = _mm512_slli_epi32::<23>(_mm512_sub_epi32(e, _mm512_set1_epi32(1)));
+            let tiny = _mm512_sllv_epi32(_mm512_set1_epi32(0x0020_0000), e);
+            let below2 = _mm512_cmplt_epu32_mask(e, _mm512_set1_epi32(2));
+            _mm512_castsi512_ps(_mm512_mask_blend_epi32(below2, normal, tiny))
+        }
+    }
+}
+
 // These helpers run inside the kernels' block loops: they are always inlined into the
 // kernel (which enables AVX-512), never called. A call there costs more than the fold: every
 // live zmm accumulator is caller-saved and spilled around it.
@@ -618,10 +765,9 @@ impl<const MINS: bool> BlockFold<MINS> {
         // SAFETY: 16 values at `pb` of each (bounds-checked); AVX-512 F by the contract.
         unsafe {
             let c16 = _mm256_loadu_si256(w.corr16[pb..pb + PANEL].as_ptr().cast());
-            let d16 = _mm256_loadu_si256(w.d16[pb..pb + PANEL].as_ptr().cast());
             BlockFold {
                 corr: _mm512_slli_epi32::<7>(_mm512_cvtepi16_epi32(c16)),
-                d: _mm512_cvtph_ps(d16),
+                d: half_scales(w, pb),
                 dmin: _mm512_setzero_ps(),
                 mins: [_mm512_setzero_si512(); 4],
             }

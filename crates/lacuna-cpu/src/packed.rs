@@ -1118,6 +1118,25 @@ impl QuantPacked {
         QuantPacked::zeroed(kind, k, panels, false, Form::Bytes)
     }
 
+    /// Makes this byte-form buffer ([`QuantPacked::byte_panels`]) one of `panels` panels of
+    /// `kind` weights of `k` columns, keeping its allocations (a per-thread buffer serves
+    /// matrices of every width): the arrays are sized as `byte_panels` sizes them, `qs`
+    /// only when `weights` (else empty), their contents stale.
+    pub(crate) fn reuse_as(&mut self, kind: QuantKind, k: usize, panels: usize, weights: bool) {
+        debug_assert!(!self.small && !self.half && self.affine.is_none());
+        let blocks = panels * PANEL * (k / kind.block());
+        let nsub = kind.block() / kind.sub();
+        let if_has = |yes: bool, len: usize| if yes { len } else { 0 };
+        (self.kind, self.k, self.panels) = (kind, k, panels);
+        self.qs.resize(if_has(weights, panels * PANEL * k), 0);
+        self.scales
+            .resize(if_has(kind.has_scales(), blocks * nsub), 0);
+        self.corr.resize(blocks, 0);
+        self.d.resize(blocks, 0.0);
+        self.mins.resize(if_has(kind.has_mins(), blocks * 8), 0);
+        self.dmin.resize(if_has(kind.has_mins(), blocks), 0.0);
+    }
+
     /// Whether `qs` holds two weights a byte: Q4_K in the small form, Q4_1 with 16-bit
     /// constants ([`QuantPacked::half`]), or level indices ([`QuantPacked::lut`]).
     pub(crate) fn nib(&self) -> bool {

@@ -83,19 +83,15 @@ thread_local! {
 unsafe fn widened(w: &QuantPacked, a: &Acts, p0: usize, np: usize, out: Out) {
     debug_assert!(w.half && p0 + np <= w.panels);
     WIDENED.with_borrow_mut(|buf| {
-        let fits = |b: &QuantPacked| b.kind == w.kind && b.k == w.k && b.panels >= np;
-        if !buf.as_ref().is_some_and(fits) {
-            *buf = Some(QuantPacked::byte_panels(w.kind, w.k, np.max(2)));
-        }
-        let Some(wide) = buf.as_mut() else {
-            unreachable!("filled above")
-        };
+        let wide = buf.get_or_insert_with(|| QuantPacked::byte_panels(w.kind, w.k, np));
+        // Q8_0's weights are read in place (below): no copy of them.
+        wide.reuse_as(w.kind, w.k, np, w.kind != QuantKind::Q8_0);
         let stride = wide.panel_qs();
         let dst = wide.qs.as_mut_ptr();
-        // Q8_0's weights are bytes already: read where they are.
         let mut at = None;
-        // SAFETY: `wide` holds at least `np` byte panels of `stride = k * 16` bytes; AVX-512
-        // F/BW (this function's features); the form is the matrix's.
+        // SAFETY: `wide` holds `np` byte panels of `stride = k * 16` bytes for every kind
+        // but Q8_0 (which `expand` does not write); AVX-512 F/BW (this function's features);
+        // the form is the matrix's.
         unsafe {
             match w.kind {
                 QuantKind::Q2K => expand::<16, false, 2, false>(w, p0, np, dst, stride),
@@ -103,6 +99,7 @@ unsafe fn widened(w: &QuantPacked, a: &Acts, p0: usize, np: usize, out: Out) {
                 QuantKind::Q5_1 => expand::<32, false, 5, false>(w, p0, np, dst, stride),
                 QuantKind::Q4_1 => expand::<32, true, 0, false>(w, p0, np, dst, stride),
                 _ if w.lut => expand::<32, true, 0, true>(w, p0, np, dst, stride),
+                // Q8_0's weights are bytes already: read where they are.
                 _ => at = Some(w.qs[p0 * stride..(p0 + np) * stride].as_ptr()),
             }
             widen_consts(w, p0, np, wide);

@@ -10,6 +10,8 @@
 use rayon::prelude::*;
 
 #[cfg(target_arch = "x86_64")]
+mod q8_0_x86;
+#[cfg(target_arch = "x86_64")]
 mod q8k_x86;
 
 /// ggml's `nearest_int`: round half to even (exact for |x| < 2^22, always true here).
@@ -67,8 +69,27 @@ pub(crate) fn quantize_q8_0_block(x: &[f32], q: &mut [u8]) -> f32 {
     quantize_q8_0_amax(x, q).0
 }
 
-/// [`quantize_q8_0_block`], also returning the block's `amax`.
+/// [`quantize_q8_0_block`], also returning the block's `amax`, with the fastest
+/// implementation this CPU has (all bit-identical).
 fn quantize_q8_0_amax(x: &[f32], q: &mut [u8]) -> (f32, f32) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512bw")
+    {
+        // SAFETY: the features were just detected; the block sizes are the caller's
+        // (asserted inside).
+        return unsafe { q8_0_x86::quantize_q8_0_block(x, q) };
+    }
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: as above.
+        return unsafe { q8_0_x86::quantize_q8_0_block_avx2(x, q) };
+    }
+    quantize_q8_0_scalar(x, q)
+}
+
+/// The portable [`quantize_q8_0_amax`]: the reference of its twins.
+pub(crate) fn quantize_q8_0_scalar(x: &[f32], q: &mut [u8]) -> (f32, f32) {
     let amax = x.iter().fold(0.0f32, |m, v| m.max(v.abs()));
     let d = half::f16::from_f32(amax / 127.0).to_f32();
     let id = if amax != 0.0 { 127.0 / amax } else { 0.0 };

@@ -144,3 +144,59 @@ fn q8k_avx512_and_avx2_are_bit_identical_to_scalar() {
         }
     }
 }
+
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn q8_0_avx512_and_avx2_are_bit_identical_to_scalar() {
+    let avx512 = std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512bw");
+    let avx2 = std::arch::is_x86_feature_detected!("avx2");
+    let mut rng = Rng(0x80);
+    let mut cases: Vec<Vec<f32>> = Vec::new();
+    // Subnormal blocks (127 / amax overflows to infinity), tiny, ordinary and huge ones.
+    for scale in [1e-44f32, 1e-40, 1e-6, 1.0, 3e4, 3e38] {
+        for _ in 0..200 {
+            cases.push(row(&mut rng, 32, scale));
+        }
+    }
+    // Exact halves (ties to even), both signs of the maximum, and non-finite values.
+    cases.push((0..32).map(|i| (i as f32 - 16.0) * 0.5).collect());
+    cases.push((0..32).map(|i| (i as f32 - 16.0) * 127.0 / 32.0).collect());
+    for special in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+        let mut c = row(&mut rng, 32, 1.0);
+        c[5] = special;
+        cases.push(c.clone());
+        c[20] = special;
+        c[21] = -special;
+        cases.push(c);
+    }
+    cases.push(vec![f32::NAN; 32]);
+    cases.push(vec![-0.0; 32]);
+    cases.push(vec![0.0; 32]);
+    for x in cases {
+        let (mut qa, mut qb) = ([0u8; 32], [0u8; 32]);
+        let (da, ma) = quantize_q8_0_scalar(&x, &mut qa);
+        let mut twins = Vec::new();
+        if avx512 {
+            // SAFETY: features detected above; sizes match.
+            twins.push((
+                "avx512",
+                unsafe { q8_0_x86::quantize_q8_0_block(&x, &mut qb) },
+                qb,
+            ));
+        }
+        if avx2 {
+            // SAFETY: as above.
+            let r = unsafe { q8_0_x86::quantize_q8_0_block_avx2(&x, &mut qb) };
+            twins.push(("avx2", r, qb));
+        }
+        for (name, (db, mb), qb) in twins {
+            assert_eq!(
+                (da.to_bits(), ma.to_bits()),
+                (db.to_bits(), mb.to_bits()),
+                "{name} {x:?}"
+            );
+            assert_eq!(qa, qb, "{name} {x:?}");
+        }
+    }
+}

@@ -32,9 +32,9 @@
 //! file) instead of 8.6, IQ4_NL, Q4_0 and MXFP4 6 instead of 10. And [`Form::Half`] keeps
 //! the 32-weight formats' block constants in 16 bits: Q8_0 9 bits per weight (1.06x the
 //! file) instead of 10, IQ4_NL and Q4_0 5 (1.11x) instead of 6, MXFP4 4.75 (1.12x: its
-//! power-of-two scale as the file's E8M0 byte, [`QuantPacked::e8`]); and with them Q5_0's weights in
-//! Q5_K's 5-bit planes, less a bias of 16 ([`BITS5_SIGNED`]): 6 bits per weight (1.09x the
-//! file) instead of 9.
+//! power-of-two scale as the file's E8M0 byte, [`QuantPacked::e8`]); and with them Q5_0's
+//! weights in Q5_K's 5-bit planes, less a bias of 16 ([`BITS5_SIGNED`]): 6 bits per weight
+//! (1.09x the file) instead of 9.
 //!
 //! Q2_K's mins (per 16 weights) and Q4_1/Q5_1's offsets (per 32) are kept as a small float
 //! matrix `[n x k / group]` (1–2 bits per weight more), applied as a second, float GEMM
@@ -701,7 +701,11 @@ fn pack_small(
         .enumerate()
         .for_each_init(
             || (QuantPacked::one_panel(kind, k), vec![0f32; PANEL * kg]),
-            |(one, aff), (pi, (((((((((qs, sc), corr), mins), d), dmin), corr16), d16), aff16), q2k))| {
+            |(one, aff),
+             (
+                pi,
+                (((((((((qs, sc), corr), mins), d), dmin), corr16), d16), aff16), narrow_consts),
+            )| {
                 let rows = PANEL.min(n - pi * PANEL);
                 // Rows past `rows` (the last panel) are computed, never stored: zeros.
                 if rows < PANEL {
@@ -710,7 +714,8 @@ fn pack_small(
                 }
                 let src = &bytes[pi * PANEL * row_bytes..][..rows * row_bytes];
                 fill_panel(kind, k, src, row_bytes, one.panel_mut(aff));
-                let ((mins4, dmin16), e8) = q2k;
+                // Q2_K's 4-bit mins and f16 `dmin` (its offsets), MXFP4's E8M0 bytes.
+                let ((mins4, dmin16), e8) = narrow_consts;
                 if !mins4.is_empty() {
                     q2k_offsets(src, row_bytes, mins4, dmin16);
                 }

@@ -69,13 +69,15 @@ thread_local! {
     static WIDENED: std::cell::RefCell<Option<QuantPacked>> = const { std::cell::RefCell::new(None) };
 }
 
-/// A matrix in the half form ([`QuantPacked::half`]) over [`expand_tokens`] or more tokens:
-/// panels `p0..p0 + np` rebuilt into a per-thread byte-form buffer, weights and constants
-/// (16-bit `corr` and `d`, or MXFP4's E8M0 bytes, and i8 scales widened), then the byte
-/// kernel over every token tile. Reading the 16-bit constants in each tile's block fold cost
-/// more than the tile saved: the widening needs registers the 2 x 6 accumulators hold, and
-/// they spilled (2 threads, 126464 x 4096, 32 tokens: Q8_0 82 against 64 ms, Q4_0 95 against
-/// 61; 160 tokens 1.5-1.6x).
+/// A matrix in the half form ([`QuantPacked::half`]) over [`widen_tokens`] or more tokens:
+/// panels `p0..p0 + np` rebuilt into a per-thread byte-form buffer, weights (Q8_0's are
+/// read in place) and constants (16-bit `corr` and `d`, or MXFP4's E8M0 bytes, and i8
+/// scales widened), then the byte kernel over every token tile. Widening the 16-bit
+/// constants in each tile's block fold needs registers the 2 x 6 accumulators hold, and
+/// whether they spill depends on the register allocation of each build: in the kernel bench
+/// they did (2 threads, 126464 x 4096, 32 tokens: Q8_0 82 against 64 ms with 32-bit
+/// constants, Q4_0 95 against 61; 160 tokens 1.5-1.6x), and a Q8_0 dual-cache step with the
+/// widened route took 193 against 223 ms in the same binary, three alternating rounds.
 ///
 /// # Safety
 /// As [`quant_panels`]; `w.half`.

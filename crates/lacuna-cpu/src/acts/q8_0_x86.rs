@@ -54,14 +54,8 @@ pub(crate) unsafe fn quantize_q8_0_block_avx2(x: &[f32], q: &mut [u8]) -> (f32, 
     assert!(x.len() == 32 && q.len() == 32);
     // SAFETY: 4 x 8 floats in bounds (asserted).
     let v: [__m256; 4] = std::array::from_fn(|i| unsafe { _mm256_loadu_ps(x.as_ptr().add(8 * i)) });
-    let abs = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fff_ffff));
-    // As in the AVX-512 twin: a NaN `|v|` (first operand) never wins.
-    let m = v.iter().fold(_mm256_setzero_ps(), |m, &e| {
-        _mm256_max_ps(_mm256_and_ps(e, abs), m)
-    });
-    let m = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps::<1>(m));
-    let m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-    let amax = _mm_cvtss_f32(_mm_max_ss(m, _mm_shuffle_ps::<0b01>(m, m)));
+    // SAFETY: AVX2 (this function's features).
+    let amax = unsafe { super::q8k_x86::abs_max_avx2(&v) };
     let (d, id) = scales(amax);
     let vid = _mm256_set1_ps(id);
     let (lo, hi) = (_mm256_set1_ps(-128.0), _mm256_set1_ps(127.0));

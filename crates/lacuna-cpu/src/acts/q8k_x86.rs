@@ -59,6 +59,25 @@ pub(crate) unsafe fn quantize_q8k_block(x: &[f32], q: &mut [u8], sums32: &mut [i
     1.0 / iscale
 }
 
+/// The largest `|e|` of the lanes of `v`, NaN lanes ignored (0 if all are NaN or zero): the
+/// `amax` of the scalar quantizers (`>` in [`super::quantize_q8k_block`], `f32::max` in
+/// [`super::quantize_q8_0_scalar`], neither of which a NaN wins).
+///
+/// # Safety
+/// Needs AVX2.
+#[inline]
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn abs_max_avx2(v: &[__m256]) -> f32 {
+    let abs = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fff_ffff));
+    // `max(|e|, m)` returns `m` when `|e|` is NaN.
+    let m = v.iter().fold(_mm256_setzero_ps(), |m, &e| {
+        _mm256_max_ps(_mm256_and_ps(e, abs), m)
+    });
+    let m = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps::<1>(m));
+    let m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    _mm_cvtss_f32(_mm_max_ss(m, _mm_shuffle_ps::<0b01>(m, m)))
+}
+
 /// AVX2 twin of [`super::quantize_q8k_block`] for the machines without AVX-512 (bit-identical,
 /// tested like the AVX-512 one).
 ///
@@ -70,14 +89,8 @@ pub(crate) unsafe fn quantize_q8k_block_avx2(x: &[f32], q: &mut [u8], sums32: &m
     // SAFETY: 32 x 8 floats in bounds (asserted).
     let v: [__m256; 32] =
         std::array::from_fn(|i| unsafe { _mm256_loadu_ps(x.as_ptr().add(8 * i)) });
-    let abs = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fff_ffff));
-    // `max(|v|, m)` returns `m` when `|v|` is NaN: NaN never wins, as in the scalar `>`.
-    let m = v.iter().fold(_mm256_setzero_ps(), |m, &e| {
-        _mm256_max_ps(_mm256_and_ps(e, abs), m)
-    });
-    let m = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps::<1>(m));
-    let m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-    let amax = _mm_cvtss_f32(_mm_max_ss(m, _mm_shuffle_ps::<0b01>(m, m)));
+    // SAFETY: AVX2 (this function's features).
+    let amax = unsafe { abs_max_avx2(&v) };
     if amax == 0.0 {
         q.fill(128);
         sums32.fill(0);

@@ -177,6 +177,19 @@ fn run(
                 unsafe { add_offsets(path, q, fkernel, &acts.g, p0, np, out) }
             });
         }
+        Inner::Float(f) if !f.w16.is_empty() && !reads_narrow_float(path) => {
+            // F16/BF16 held narrow, on a path whose float kernel reads f32: each pair of
+            // panels widened into a per-thread buffer first.
+            let kernel = float_kernel(path, false);
+            for_tasks(f.panels, 2, |p0, np| {
+                WIDE_FLOAT.with_borrow_mut(|wide| {
+                    f.widen_panels(p0, np, wide);
+                    // SAFETY: as above; `wide` holds panels p0..p0 + np of `f` as panels
+                    // 0..np, and the view starts at their first column.
+                    unsafe { kernel(wide, &acts.f, 0, np, out.panels_from(p0)) }
+                })
+            });
+        }
         Inner::Float(f) => {
             let kernel = float_kernel(path, false);
             for_tasks(f.panels, 2, |p0, np| {
@@ -240,7 +253,15 @@ fn small_by_panels(path: Path, w: &QuantPacked, acts: &Acts, out: Out) {
     );
 }
 
+/// Whether `path`'s float kernel reads F16/BF16 weights held narrow
+/// ([`FloatPacked::w16`]): the AVX-512 one (AVX-512 VNNI and AMX), where packing holds them so.
+fn reads_narrow_float(path: Path) -> bool {
+    matches!(path, Path::Avx512Vnni | Path::Amx)
+}
+
 thread_local! {
+    /// Two panels of F16/BF16 weights widened ([`FloatPacked::widen_panels`]).
+    static WIDE_FLOAT: std::cell::RefCell<FloatPacked> = std::cell::RefCell::new(FloatPacked::empty());
     /// Two panels of narrow float offsets widened ([`QuantPacked::offsets_panels`]).
     static OFFSETS: std::cell::RefCell<FloatPacked> = std::cell::RefCell::new(FloatPacked::empty());
 }
@@ -303,6 +324,10 @@ pub(crate) fn float_serial(
     y: &mut [f32],
 ) {
     assert!(x.len() >= t * w.k && y.len() >= t * n && n <= w.panels * PANEL && path.is_available());
+    assert!(
+        w.w16.is_empty() || reads_narrow_float(path),
+        "narrow float weights"
+    );
     let out = Out::new(y.as_mut_ptr(), n, t);
     let kernel = float_kernel(path, false);
     for p0 in (0..n.div_ceil(PANEL)).step_by(2) {

@@ -137,12 +137,17 @@ pub(crate) struct QuantPacked {
     pub(crate) dmin16: Vec<u16>,
 }
 
-/// Float weights widened to f32, `[panel][k][16]`.
+/// Float weights widened to f32, `[panel][k][16]`, or kept narrow.
 #[derive(Debug, Clone)]
 pub(crate) struct FloatPacked {
     pub(crate) k: usize,
     pub(crate) panels: usize,
     pub(crate) w: Vec<f32>,
+    /// F16 or BF16 weights (`round` says which) as the file's bits, in `w`'s layout, instead
+    /// of `w` (then empty): where the AVX-512 float kernel runs ([`planar_for`]), which
+    /// widens them as it loads them (exactly: the same f32 values, the same results);
+    /// other paths widen them two panels at a time. Half the bytes of `w`.
+    pub(crate) w16: Vec<u16>,
     pub(crate) round: FloatRound,
 }
 
@@ -187,7 +192,7 @@ impl PackedWeight {
     ) -> Result<PackedWeight, Error> {
         let inner = match QuantKind::of(ty) {
             Some(kind) => Inner::Quant(pack_quant(kind, n, k, bytes, row_bytes, form)),
-            None => Inner::Float(pack_float(ty, n, k, bytes)),
+            None => Inner::Float(pack_float(ty, n, k, bytes, form.planar())),
         };
         Ok(PackedWeight { ty, n, k, inner })
     }
@@ -211,7 +216,9 @@ impl PackedWeight {
         }
         let rows = n.div_ceil(PANEL).checked_mul(PANEL)?;
         let Some(kind) = QuantKind::of(ty) else {
-            return rows.checked_mul(k)?.checked_mul(4);
+            // F16 and BF16 as the file's bits in the planar forms ([`FloatPacked::w16`]).
+            let narrow = form.planar() && ty.type_size() == 2;
+            return rows.checked_mul(k)?.checked_mul(if narrow { 2 } else { 4 });
         };
         // As `pack_quant` and `QuantPacked::zeroed` lay it out.
         let half = form == Form::Half && half_consts(kind);
@@ -420,7 +427,7 @@ impl PackedWeight {
                     + q.mins4.len()
                     + 2 * q.dmin16.len()
             }
-            Inner::Float(f) => 4 * f.w.len(),
+            Inner::Float(f) => 4 * f.w.len() + 2 * f.w16.len(),
             Inner::Compact(c) => c.bytes.len(),
         }
     }
@@ -656,6 +663,7 @@ fn pack_quant(
             k: kg,
             panels,
             w: aff,
+            w16: Vec::new(),
             round: FloatRound::None,
         });
     }
@@ -1127,6 +1135,7 @@ impl QuantPacked {
     /// `kind` weights of `k` columns, keeping its allocations (a per-thread buffer serves
     /// matrices of every width): the arrays are sized as `byte_panels` sizes them, `qs`
     /// only when `weights` (else empty), their contents stale.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(crate) fn reuse_as(&mut self, kind: QuantKind, k: usize, panels: usize, weights: bool) {
         debug_assert!(!self.small && !self.half && self.affine.is_none());
         let blocks = panels * PANEL * (k / kind.block());
@@ -1313,7 +1322,27 @@ impl FloatPacked {
             k: 0,
             panels: 0,
             w: Vec::new(),
+            w16: Vec::new(),
             round: FloatRound::None,
+        }
+    }
+
+    /// Panels `p0..p0 + np` of a matrix held narrow ([`FloatPacked::w16`]) widened to f32
+    /// into `into`, as its panels `0..np`.
+    pub(crate) fn widen_panels(&self, p0: usize, np: usize, into: &mut FloatPacked) {
+        use half::slice::{HalfBitsSliceExt, HalfFloatSliceExt};
+        debug_assert!(!self.w16.is_empty() && p0 + np <= self.panels);
+        let len = np * PANEL * self.k;
+        (into.k, into.panels, into.round) = (self.k, np, self.round);
+        into.w16.clear();
+        into.w.resize(len, 0.0);
+        let bits = &self.w16[p0 * PANEL * self.k..][..len];
+        if self.round == FloatRound::Bf16 {
+            let src: &[half::bf16] = bits.reinterpret_cast();
+            src.convert_to_f32_slice(&mut into.w);
+        } else {
+            let src: &[half::f16] = bits.reinterpret_cast();
+            src.convert_to_f32_slice(&mut into.w);
         }
     }
 
@@ -1341,15 +1370,36 @@ impl FloatPacked {
     }
 }
 
-fn pack_float(ty: GgmlType, n: usize, k: usize, bytes: &[u8]) -> FloatPacked {
+/// `narrow`: F16 and BF16 keep the file's bits ([`FloatPacked::w16`]).
+fn pack_float(ty: GgmlType, n: usize, k: usize, bytes: &[u8], narrow: bool) -> FloatPacked {
     let panels = n.div_ceil(PANEL);
-    let mut w = vec![0.0f32; panels * PANEL * k];
     let esize = ty.type_size();
     let round = match ty {
         GgmlType::F16 => FloatRound::F16,
         GgmlType::BF16 => FloatRound::Bf16,
         _ => FloatRound::None,
     };
+    if narrow && esize == 2 {
+        let mut w16 = vec![0u16; panels * PANEL * k];
+        w16.par_chunks_mut(PANEL * k)
+            .enumerate()
+            .for_each(|(pi, out)| {
+                for r in 0..PANEL.min(n - pi * PANEL) {
+                    let row = &bytes[(pi * PANEL + r) * k * 2..][..k * 2];
+                    for (kk, e) in row.chunks_exact(2).enumerate() {
+                        out[kk * PANEL + r] = u16::from_le_bytes([e[0], e[1]]);
+                    }
+                }
+            });
+        return FloatPacked {
+            k,
+            panels,
+            w: Vec::new(),
+            w16,
+            round,
+        };
+    }
+    let mut w = vec![0.0f32; panels * PANEL * k];
     w.par_chunks_mut(PANEL * k)
         .enumerate()
         .for_each(|(pi, out)| {
@@ -1368,6 +1418,7 @@ fn pack_float(ty: GgmlType, n: usize, k: usize, bytes: &[u8]) -> FloatPacked {
         k,
         panels,
         w,
+        w16: Vec::new(),
         round,
     }
 }

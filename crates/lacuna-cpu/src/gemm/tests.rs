@@ -217,10 +217,21 @@ proptest! {
         let mut rng = Rng(seed | 1);
         for ty in FLOAT {
             let k = kb * 48 + 5;
-            let w = PackedWeight::new(ty, n, k, &weights(ty, n, k, &mut rng, scale)).unwrap();
+            let bytes = weights(ty, n, k, &mut rng, scale);
+            let w = PackedWeight::new(ty, n, k, &bytes).unwrap();
             let x = acts(t, k, &mut rng, scale);
             let y = run(Path::Scalar, &w, &x, t);
             let Inner::Float(f) = &w.inner else { unreachable!() };
+            // The file's values, whatever form packing holds them in.
+            let es = ty.type_size();
+            let wval = |ni: usize, kk: usize| {
+                let e = &bytes[(ni * k + kk) * es..][..es];
+                match ty {
+                    GgmlType::F16 => half::f16::from_le_bytes([e[0], e[1]]).to_f32(),
+                    GgmlType::BF16 => half::bf16::from_le_bytes([e[0], e[1]]).to_f32(),
+                    _ => f32::from_le_bytes([e[0], e[1], e[2], e[3]]),
+                }
+            };
             let round = |v: f32| match f.round {
                 FloatRound::None => v,
                 FloatRound::F16 => half::f16::from_f32(v).to_f32(),
@@ -230,7 +241,7 @@ proptest! {
                 for ni in 0..n {
                     let (mut exact, mut abs) = (0.0f64, 0.0f64);
                     for kk in 0..k {
-                        let wv = f64::from(f.w[(ni / PANEL) * PANEL * k + kk * PANEL + ni % PANEL]);
+                        let wv = f64::from(wval(ni, kk));
                         let p = wv * f64::from(round(x[ti * k + kk]));
                         exact += p;
                         abs += p.abs();
@@ -479,6 +490,39 @@ fn mxfp4_exponent_bytes_fold_as_the_byte_form() {
                 .zip(&want)
                 .all(|(a, b)| a.to_bits() == b.to_bits());
             assert!(same, "{path}: t={t}");
+        }
+    }
+}
+
+/// F16 and BF16 weights held as the file's bits (the planar forms, [`crate::packed::FloatPacked::w16`])
+/// give on every path the bits of the same weights widened to f32 at packing, over ragged
+/// rows and token counts (the AVX-512 kernel reads them narrow; the others widen two panels
+/// at a time).
+#[test]
+fn narrow_float_weights_equal_widened_ones() {
+    let mut rng = Rng(0xf16);
+    for ty in [GgmlType::F16, GgmlType::BF16] {
+        for (n, k) in [(17, 37), (40, 64), (3, 130)] {
+            let bytes = weights(ty, n, k, &mut rng, 1.0);
+            let wide = PackedWeight::new_with(ty, n, k, &bytes, Form::Bytes).unwrap();
+            let narrow = PackedWeight::new_with(ty, n, k, &bytes, Form::Half).unwrap();
+            assert_eq!(narrow.packed_bytes() * 2, wide.packed_bytes(), "{ty}");
+            let Inner::Float(f) = &narrow.inner else {
+                unreachable!()
+            };
+            assert!(f.w.is_empty() && !f.w16.is_empty(), "{ty}");
+            for t in [1, 5, 6, 13] {
+                let x = acts(t, k, &mut rng, 1.0);
+                let want = run(Path::Scalar, &wide, &x, t);
+                for path in Path::available() {
+                    let got = run(path, &narrow, &x, t);
+                    let same = got
+                        .iter()
+                        .zip(&want)
+                        .all(|(a, b)| a.to_bits() == b.to_bits());
+                    assert!(same, "{ty} on {path}: n={n} k={k} t={t}");
+                }
+            }
         }
     }
 }

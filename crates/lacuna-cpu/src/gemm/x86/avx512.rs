@@ -895,24 +895,51 @@ pub(crate) unsafe fn float_panels<const ACC: bool>(
     np: usize,
     out: Out,
 ) {
+    // SAFETY: the contract, passed on.
+    unsafe {
+        match (w.w16.is_empty(), w.round) {
+            (true, _) => float_tiles::<ACC, F32>(w, x, p0, np, out),
+            (false, FloatRound::Bf16) => float_tiles::<ACC, BF16>(w, x, p0, np, out),
+            (false, _) => float_tiles::<ACC, F16>(w, x, p0, np, out),
+        }
+    }
+}
+
+/// [`ftile`]'s weights: f32 (`FloatPacked::w`), or f16 / bf16 bits (`FloatPacked::w16`).
+const F32: u8 = 0;
+const F16: u8 = 1;
+const BF16: u8 = 2;
+
+/// [`float_panels`] over weights of the form `W` ([`F32`], [`F16`], [`BF16`]).
+///
+/// # Safety
+/// As [`float_panels`]; `W` is `w`'s form.
+#[target_feature(enable = "avx512f")]
+unsafe fn float_tiles<const ACC: bool, const W: u8>(
+    w: &FloatPacked,
+    x: &[f32],
+    p0: usize,
+    np: usize,
+    out: Out,
+) {
     let mut t0 = 0;
     while t0 < out.t {
         let tt = balanced(out.t - t0, TF);
         // SAFETY: same contract as this function; tile bounds checked here.
         unsafe {
             match (np, tt) {
-                (2, 6) => ftile::<2, 6, ACC>(w, x, p0, t0, out),
-                (2, 5) => ftile::<2, 5, ACC>(w, x, p0, t0, out),
-                (2, 4) => ftile::<2, 4, ACC>(w, x, p0, t0, out),
-                (2, 3) => ftile::<2, 3, ACC>(w, x, p0, t0, out),
-                (2, 2) => ftile::<2, 2, ACC>(w, x, p0, t0, out),
-                (2, _) => ftile::<2, 1, ACC>(w, x, p0, t0, out),
-                (_, 6) => ftile::<1, 6, ACC>(w, x, p0, t0, out),
-                (_, 5) => ftile::<1, 5, ACC>(w, x, p0, t0, out),
-                (_, 4) => ftile::<1, 4, ACC>(w, x, p0, t0, out),
-                (_, 3) => ftile::<1, 3, ACC>(w, x, p0, t0, out),
-                (_, 2) => ftile::<1, 2, ACC>(w, x, p0, t0, out),
-                (_, _) => ftile::<1, 1, ACC>(w, x, p0, t0, out),
+                (2, 6) => ftile::<2, 6, ACC, W>(w, x, p0, t0, out),
+                (2, 5) => ftile::<2, 5, ACC, W>(w, x, p0, t0, out),
+                (2, 4) => ftile::<2, 4, ACC, W>(w, x, p0, t0, out),
+                (2, 3) => ftile::<2, 3, ACC, W>(w, x, p0, t0, out),
+                (2, 2) => ftile::<2, 2, ACC, W>(w, x, p0, t0, out),
+                (2, _) => ftile::<2, 1, ACC, W>(w, x, p0, t0, out),
+                (_, 6) => ftile::<1, 6, ACC, W>(w, x, p0, t0, out),
+                (_, 5) => ftile::<1, 5, ACC, W>(w, x, p0, t0, out),
+                (_, 4) => ftile::<1, 4, ACC, W>(w, x, p0, t0, out),
+                (_, 3) => ftile::<1, 3, ACC, W>(w, x, p0, t0, out),
+                (_, 2) => ftile::<1, 2, ACC, W>(w, x, p0, t0, out),
+                (_, _) => ftile::<1, 1, ACC, W>(w, x, p0, t0, out),
             }
         }
         t0 += tt;
@@ -920,9 +947,10 @@ pub(crate) unsafe fn float_panels<const ACC: bool>(
 }
 
 /// # Safety
-/// AVX-512 F; `p0 + R <= w.panels`, `t0 + T <= out.t`, `x` is `out.t x w.k`.
+/// AVX-512 F; `p0 + R <= w.panels`, `t0 + T <= out.t`, `x` is `out.t x w.k`; `W` is `w`'s
+/// form.
 #[target_feature(enable = "avx512f")]
-unsafe fn ftile<const R: usize, const T: usize, const ACC: bool>(
+unsafe fn ftile<const R: usize, const T: usize, const ACC: bool, const W: u8>(
     w: &FloatPacked,
     x: &[f32],
     p0: usize,
@@ -931,7 +959,21 @@ unsafe fn ftile<const R: usize, const T: usize, const ACC: bool>(
 ) {
     let k = w.k;
     debug_assert!(p0 + R <= w.panels && x.len() >= (t0 + T) * k);
-    let wp: [*const f32; R] = std::array::from_fn(|r| w.w[(p0 + r) * PANEL * k..].as_ptr());
+    debug_assert!((W == F32) == w.w16.is_empty());
+    let wp: [*const f32; R] = std::array::from_fn(|r| {
+        if W == F32 {
+            w.w[(p0 + r) * PANEL * k..].as_ptr()
+        } else {
+            std::ptr::null()
+        }
+    });
+    let wh: [*const u16; R] = std::array::from_fn(|r| {
+        if W == F32 {
+            std::ptr::null()
+        } else {
+            w.w16[(p0 + r) * PANEL * k..].as_ptr()
+        }
+    });
     let xp: [*const f32; T] = std::array::from_fn(|t| x[(t0 + t) * k..].as_ptr());
     let mut acc = [[_mm512_setzero_ps(); T]; R];
     if ACC {
@@ -943,7 +985,14 @@ unsafe fn ftile<const R: usize, const T: usize, const ACC: bool>(
     for kk in 0..k {
         // SAFETY: kk < k: one 16-float line per panel and one float per token row.
         unsafe {
-            let wv: [__m512; R] = std::array::from_fn(|r| _mm512_loadu_ps(wp[r].add(kk * PANEL)));
+            // The narrow forms widen exactly (f16 by `vcvtph2ps`, bf16 by a shift).
+            let wv: [__m512; R] = std::array::from_fn(|r| match W {
+                F32 => _mm512_loadu_ps(wp[r].add(kk * PANEL)),
+                F16 => _mm512_cvtph_ps(_mm256_loadu_si256(wh[r].add(kk * PANEL).cast())),
+                _ => _mm512_castsi512_ps(_mm512_slli_epi32::<16>(_mm512_cvtepu16_epi32(
+                    _mm256_loadu_si256(wh[r].add(kk * PANEL).cast()),
+                ))),
+            });
             for t in 0..T {
                 let xb = _mm512_set1_ps(*xp[t].add(kk));
                 for r in 0..R {

@@ -46,7 +46,9 @@
 //! with [`Form::Half`], 16-bit `corr` and `d`: 2.94 bits per weight, 1.12x the file, instead
 //! of 12.25).
 
-//! Float weights (F32, F16, BF16) are widened to f32 `[panel][k][16]`.
+//! Float weights (F32, F16, BF16) are widened to f32 `[panel][k][16]`; where the AVX-512
+//! VNNI or AMX kernels run ([`planar_for`]), F16 and BF16 keep the file's 16 bits in that
+//! layout ([`FloatPacked::w16`]) and the AVX-512 float kernel widens them as it loads them.
 
 use lacuna_quant::GgmlType;
 use rayon::prelude::*;

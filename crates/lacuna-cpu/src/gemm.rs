@@ -254,9 +254,15 @@ fn small_by_panels(path: Path, w: &QuantPacked, acts: &Acts, out: Out) {
 }
 
 /// Whether `path`'s float kernel reads F16/BF16 weights held narrow
-/// ([`FloatPacked::w16`]): the AVX-512 one (AVX-512 VNNI and AMX), where packing holds them so.
+/// ([`FloatPacked::w16`]): the AVX-512 one (AVX-512 VNNI and AMX) and the AVX2 one where the
+/// CPU has F16C (every AVX2 CPU made so far), the paths packing holds them so for.
 fn reads_narrow_float(path: Path) -> bool {
-    matches!(path, Path::Avx512Vnni | Path::Amx)
+    match path {
+        Path::Avx512Vnni | Path::Amx => true,
+        #[cfg(target_arch = "x86_64")]
+        Path::Avx2 | Path::AvxVnni => std::arch::is_x86_feature_detected!("f16c"),
+        _ => false,
+    }
 }
 
 thread_local! {

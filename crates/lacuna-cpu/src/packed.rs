@@ -46,9 +46,9 @@
 //! with [`Form::Half`], 16-bit `corr` and `d`: 2.94 bits per weight, 1.12x the file, instead
 //! of 12.25).
 
-//! Float weights (F32, F16, BF16) are widened to f32 `[panel][k][16]`; where the AVX-512
-//! VNNI or AMX kernels run ([`planar_for`]), F16 and BF16 keep the file's 16 bits in that
-//! layout ([`FloatPacked::w16`]) and the AVX-512 float kernel widens them as it loads them.
+//! Float weights (F32, F16, BF16) are widened to f32 `[panel][k][16]`; in the small forms
+//! (AVX-512 VNNI, AMX and AVX2: [`small_for`]) F16 and BF16 keep the file's 16 bits in that
+//! layout ([`FloatPacked::w16`]) and the float kernels widen them as they load them.
 
 use lacuna_quant::GgmlType;
 use rayon::prelude::*;
@@ -146,9 +146,9 @@ pub(crate) struct FloatPacked {
     pub(crate) panels: usize,
     pub(crate) w: Vec<f32>,
     /// F16 or BF16 weights (`round` says which) as the file's bits, in `w`'s layout, instead
-    /// of `w` (then empty): where the AVX-512 float kernel runs ([`planar_for`]), which
-    /// widens them as it loads them (exactly: the same f32 values, the same results);
-    /// other paths widen them two panels at a time. Half the bytes of `w`.
+    /// of `w` (then empty): in the small forms, where the AVX-512 or AVX2 float kernel runs
+    /// ([`small_for`]), which widens them as it loads them (exactly: the same f32 values,
+    /// the same results); other paths widen them two panels at a time. Half the bytes of `w`.
     pub(crate) w16: Vec<u16>,
     pub(crate) round: FloatRound,
 }
@@ -194,7 +194,7 @@ impl PackedWeight {
     ) -> Result<PackedWeight, Error> {
         let inner = match QuantKind::of(ty) {
             Some(kind) => Inner::Quant(pack_quant(kind, n, k, bytes, row_bytes, form)),
-            None => Inner::Float(pack_float(ty, n, k, bytes, form.planar())),
+            None => Inner::Float(pack_float(ty, n, k, bytes, form != Form::Bytes)),
         };
         Ok(PackedWeight { ty, n, k, inner })
     }
@@ -218,8 +218,8 @@ impl PackedWeight {
         }
         let rows = n.div_ceil(PANEL).checked_mul(PANEL)?;
         let Some(kind) = QuantKind::of(ty) else {
-            // F16 and BF16 as the file's bits in the planar forms ([`FloatPacked::w16`]).
-            let narrow = form.planar() && ty.type_size() == 2;
+            // F16 and BF16 as the file's bits in the small forms ([`FloatPacked::w16`]).
+            let narrow = form != Form::Bytes && ty.type_size() == 2;
             return rows.checked_mul(k)?.checked_mul(if narrow { 2 } else { 4 });
         };
         // As `pack_quant` and `QuantPacked::zeroed` lay it out.

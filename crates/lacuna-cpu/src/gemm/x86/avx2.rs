@@ -7,7 +7,7 @@
 
 use std::arch::x86_64::*;
 
-use crate::acts::Acts;
+use crate::acts::{Acts, FloatRound};
 use crate::blocks::QuantKind;
 use crate::out::Out;
 use crate::packed::{FloatPacked, PANEL, QuantPacked};
@@ -428,6 +428,11 @@ pub(crate) unsafe fn float_panels<const ACC: bool>(
     np: usize,
     out: Out,
 ) {
+    if !w.w16.is_empty() {
+        // SAFETY: the caller's contract, and F16C with it: narrow weights reach this kernel
+        // only where it is present (`crate::gemm`).
+        return unsafe { float_panels_narrow::<ACC>(w, x, p0, np, out) };
+    }
     for p in p0..p0 + np {
         let mut t0 = 0;
         while t0 < out.t {
@@ -435,10 +440,10 @@ pub(crate) unsafe fn float_panels<const ACC: bool>(
             // SAFETY: the caller's contract; tile bounds checked here.
             unsafe {
                 match tt {
-                    4 => ftile::<4, ACC>(w, x, p, t0, out),
-                    3 => ftile::<3, ACC>(w, x, p, t0, out),
-                    2 => ftile::<2, ACC>(w, x, p, t0, out),
-                    _ => ftile::<1, ACC>(w, x, p, t0, out),
+                    4 => ftile::<4, ACC, F32>(w, x, p, t0, out),
+                    3 => ftile::<3, ACC, F32>(w, x, p, t0, out),
+                    2 => ftile::<2, ACC, F32>(w, x, p, t0, out),
+                    _ => ftile::<1, ACC, F32>(w, x, p, t0, out),
                 }
             }
             t0 += tt;
@@ -446,10 +451,56 @@ pub(crate) unsafe fn float_panels<const ACC: bool>(
     }
 }
 
+/// [`ftile`]'s weights: f32 (`FloatPacked::w`), or f16 / bf16 bits (`FloatPacked::w16`).
+const F32: u8 = 0;
+const F16: u8 = 1;
+const BF16: u8 = 2;
+
+/// [`float_panels`] over F16 or BF16 weights held as 16 bits ([`FloatPacked::w16`]), each
+/// line widened as it is loaded (exactly: the f32 form's values and results).
+///
 /// # Safety
-/// AVX2 + FMA; `p < w.panels`, `t0 + T <= out.t`, `x` is `out.t x w.k`.
-#[target_feature(enable = "avx2,fma")]
-unsafe fn ftile<const T: usize, const ACC: bool>(
+/// As [`float_panels`], and F16C; `w.w16` holds the weights.
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn float_panels_narrow<const ACC: bool>(
+    w: &FloatPacked,
+    x: &[f32],
+    p0: usize,
+    np: usize,
+    out: Out,
+) {
+    macro_rules! tiles {
+        ($w:expr) => {
+            for p in p0..p0 + np {
+                let mut t0 = 0;
+                while t0 < out.t {
+                    let tt = (out.t - t0).min(TF);
+                    // SAFETY: the caller's contract; tile bounds checked here.
+                    unsafe {
+                        match tt {
+                            4 => ftile::<4, ACC, { $w }>(w, x, p, t0, out),
+                            3 => ftile::<3, ACC, { $w }>(w, x, p, t0, out),
+                            2 => ftile::<2, ACC, { $w }>(w, x, p, t0, out),
+                            _ => ftile::<1, ACC, { $w }>(w, x, p, t0, out),
+                        }
+                    }
+                    t0 += tt;
+                }
+            }
+        };
+    }
+    if w.round == FloatRound::Bf16 {
+        tiles!(BF16)
+    } else {
+        tiles!(F16)
+    }
+}
+
+/// # Safety
+/// AVX2 + FMA, and F16C for `W = F16`; `p < w.panels`, `t0 + T <= out.t`, `x` is
+/// `out.t x w.k`; `W` is `w`'s form.
+#[inline(always)]
+unsafe fn ftile<const T: usize, const ACC: bool, const W: u8>(
     w: &FloatPacked,
     x: &[f32],
     p: usize,
@@ -458,20 +509,35 @@ unsafe fn ftile<const T: usize, const ACC: bool>(
 ) {
     let k = w.k;
     debug_assert!(p < w.panels && x.len() >= (t0 + T) * k);
-    let wp = w.w[p * PANEL * k..].as_ptr();
+    debug_assert!((W == F32) == w.w16.is_empty());
+    let wp = if W == F32 {
+        w.w[p * PANEL * k..].as_ptr()
+    } else {
+        std::ptr::null()
+    };
+    let wh = if W == F32 {
+        std::ptr::null()
+    } else {
+        w.w16[p * PANEL * k..].as_ptr()
+    };
     let xp: [*const f32; T] = std::array::from_fn(|t| x[(t0 + t) * k..].as_ptr());
-    let mut acc = [[_mm256_setzero_ps(); T]; 2];
+    // SAFETY: AVX2 is enabled in every caller of this inlined body (the contract).
+    let mut acc = [[unsafe { _mm256_setzero_ps() }; T]; 2];
     if ACC {
         // SAFETY: as for the store below.
         unsafe { load_panel(out, t0, p, &mut acc) };
     }
     for kk in 0..k {
-        // SAFETY: kk < k: one 16-float line of the panel and one float per token row.
+        // SAFETY: kk < k: one 16-float line of the panel and one float per token row; the
+        // features of the callers (AVX2 + FMA, F16C where `W` is F16).
         unsafe {
-            let wv = [
-                _mm256_loadu_ps(wp.add(kk * PANEL)),
-                _mm256_loadu_ps(wp.add(kk * PANEL + 8)),
-            ];
+            let wv: [__m256; 2] = std::array::from_fn(|h| match W {
+                F32 => _mm256_loadu_ps(wp.add(kk * PANEL + 8 * h)),
+                F16 => _mm256_cvtph_ps(_mm_loadu_si128(wh.add(kk * PANEL + 8 * h).cast())),
+                _ => _mm256_castsi256_ps(_mm256_slli_epi32::<16>(_mm256_cvtepu16_epi32(
+                    _mm_loadu_si128(wh.add(kk * PANEL + 8 * h).cast()),
+                ))),
+            });
             for t in 0..T {
                 let xb = _mm256_set1_ps(*xp[t].add(kk));
                 for h in 0..2 {

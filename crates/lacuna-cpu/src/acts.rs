@@ -88,11 +88,19 @@ fn quantize_q8_0_amax(x: &[f32], q: &mut [u8]) -> (f32, f32) {
     quantize_q8_0_scalar(x, q)
 }
 
+/// A Q8_0 block's scale `d` (as the f16 ggml stores, widened) and the `127 / amax` its
+/// quants are rounded from (0 for an all-zero block), given its `amax`: shared by the scalar
+/// quantizer and its x86 twins.
+fn q8_0_scales(amax: f32) -> (f32, f32) {
+    let d = half::f16::from_f32(amax / 127.0).to_f32();
+    let id = if amax != 0.0 { 127.0 / amax } else { 0.0 };
+    (d, id)
+}
+
 /// The portable [`quantize_q8_0_amax`]: the reference of its twins.
 pub(crate) fn quantize_q8_0_scalar(x: &[f32], q: &mut [u8]) -> (f32, f32) {
     let amax = x.iter().fold(0.0f32, |m, v| m.max(v.abs()));
-    let d = half::f16::from_f32(amax / 127.0).to_f32();
-    let id = if amax != 0.0 { 127.0 / amax } else { 0.0 };
+    let (d, id) = q8_0_scales(amax);
     for (o, &v) in q.iter_mut().zip(x) {
         let i = nearest_int(v * id).clamp(-128, 127);
         *o = (i + 128) as u8;

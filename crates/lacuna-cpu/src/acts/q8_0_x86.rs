@@ -6,14 +6,6 @@
 
 use std::arch::x86_64::*;
 
-/// The block's scale `d` and `127 / amax` (0 for an all-zero block) as the scalar code
-/// computes them.
-fn scales(amax: f32) -> (f32, f32) {
-    let d = half::f16::from_f32(amax / 127.0).to_f32();
-    let id = if amax != 0.0 { 127.0 / amax } else { 0.0 };
-    (d, id)
-}
-
 /// Quantizes one 32-element block like [`super::quantize_q8_0_scalar`]: returns `(d, amax)`.
 ///
 /// # Safety
@@ -27,7 +19,7 @@ pub(crate) unsafe fn quantize_q8_0_block(x: &[f32], q: &mut [u8]) -> (f32, f32) 
     // `max(|v|, m)` returns `m` when `|v|` is NaN: NaN never wins, as in the scalar `f32::max`.
     let m = _mm512_max_ps(_mm512_abs_ps(v[0]), _mm512_setzero_ps());
     let amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v[1]), m));
-    let (d, id) = scales(amax);
+    let (d, id) = super::q8_0_scales(amax);
     let vid = _mm512_set1_ps(id);
     let (lo, hi) = (_mm512_set1_ps(-128.0), _mm512_set1_ps(127.0));
     let bias = _mm512_set1_epi32(128);
@@ -56,7 +48,7 @@ pub(crate) unsafe fn quantize_q8_0_block_avx2(x: &[f32], q: &mut [u8]) -> (f32, 
     let v: [__m256; 4] = std::array::from_fn(|i| unsafe { _mm256_loadu_ps(x.as_ptr().add(8 * i)) });
     // SAFETY: AVX2 (this function's features).
     let amax = unsafe { super::q8k_x86::abs_max_avx2(&v) };
-    let (d, id) = scales(amax);
+    let (d, id) = super::q8_0_scales(amax);
     let vid = _mm256_set1_ps(id);
     let (lo, hi) = (_mm256_set1_ps(-128.0), _mm256_set1_ps(127.0));
     let bias = _mm256_set1_epi32(128);

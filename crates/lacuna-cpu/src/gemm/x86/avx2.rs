@@ -433,6 +433,22 @@ pub(crate) unsafe fn float_panels<const ACC: bool>(
         // only where it is present (`crate::gemm`).
         return unsafe { float_panels_narrow::<ACC>(w, x, p0, np, out) };
     }
+    // SAFETY: the caller's contract (AVX2 + FMA enabled here).
+    unsafe { float_tiles::<ACC, F32>(w, x, p0, np, out) }
+}
+
+/// The token tiles of panels `p0..p0 + np` over weights of the form `W`.
+///
+/// # Safety
+/// As [`ftile`], inlined into callers with its features.
+#[inline(always)]
+unsafe fn float_tiles<const ACC: bool, const W: u8>(
+    w: &FloatPacked,
+    x: &[f32],
+    p0: usize,
+    np: usize,
+    out: Out,
+) {
     for p in p0..p0 + np {
         let mut t0 = 0;
         while t0 < out.t {
@@ -440,10 +456,10 @@ pub(crate) unsafe fn float_panels<const ACC: bool>(
             // SAFETY: the caller's contract; tile bounds checked here.
             unsafe {
                 match tt {
-                    4 => ftile::<4, ACC, F32>(w, x, p, t0, out),
-                    3 => ftile::<3, ACC, F32>(w, x, p, t0, out),
-                    2 => ftile::<2, ACC, F32>(w, x, p, t0, out),
-                    _ => ftile::<1, ACC, F32>(w, x, p, t0, out),
+                    4 => ftile::<4, ACC, W>(w, x, p, t0, out),
+                    3 => ftile::<3, ACC, W>(w, x, p, t0, out),
+                    2 => ftile::<2, ACC, W>(w, x, p, t0, out),
+                    _ => ftile::<1, ACC, W>(w, x, p, t0, out),
                 }
             }
             t0 += tt;
@@ -469,30 +485,13 @@ unsafe fn float_panels_narrow<const ACC: bool>(
     np: usize,
     out: Out,
 ) {
-    macro_rules! tiles {
-        ($w:expr) => {
-            for p in p0..p0 + np {
-                let mut t0 = 0;
-                while t0 < out.t {
-                    let tt = (out.t - t0).min(TF);
-                    // SAFETY: the caller's contract; tile bounds checked here.
-                    unsafe {
-                        match tt {
-                            4 => ftile::<4, ACC, { $w }>(w, x, p, t0, out),
-                            3 => ftile::<3, ACC, { $w }>(w, x, p, t0, out),
-                            2 => ftile::<2, ACC, { $w }>(w, x, p, t0, out),
-                            _ => ftile::<1, ACC, { $w }>(w, x, p, t0, out),
-                        }
-                    }
-                    t0 += tt;
-                }
-            }
-        };
-    }
-    if w.round == FloatRound::Bf16 {
-        tiles!(BF16)
-    } else {
-        tiles!(F16)
+    // SAFETY: the caller's contract (AVX2 + FMA + F16C enabled here).
+    unsafe {
+        if w.round == FloatRound::Bf16 {
+            float_tiles::<ACC, BF16>(w, x, p0, np, out)
+        } else {
+            float_tiles::<ACC, F16>(w, x, p0, np, out)
+        }
     }
 }
 

@@ -75,8 +75,9 @@ thread_local! {
 /// scales widened), then the byte kernel over every token tile. Widening the 16-bit
 /// constants in each tile's block fold needs registers the 2 x 6 accumulators hold, and
 /// whether they spill depends on the register allocation of each build: in the kernel bench
-/// they did (2 threads, 126464 x 4096, 32 tokens: Q8_0 82 against 64 ms with 32-bit
-/// constants, Q4_0 95 against 61; 160 tokens 1.5-1.6x), and a Q8_0 dual-cache step with the
+/// they did (2 threads, 126464 x 4096, 32 tokens: Q8_0 77 against 65 ms with 32-bit
+/// constants, Q4_0 74 against 57; 160 tokens 1.36-1.42x; the A/B file
+/// `bench-results/xeon-2c-amx/ab/2026-12-06-e8m0-widened-q8-0-acts.json`), and a Q8_0 dual-cache step with the
 /// widened route took 193 against 223 ms in the same binary, three alternating rounds.
 ///
 /// # Safety
@@ -85,7 +86,8 @@ thread_local! {
 unsafe fn widened(w: &QuantPacked, a: &Acts, p0: usize, np: usize, out: Out) {
     debug_assert!(w.half && p0 + np <= w.panels);
     WIDENED.with_borrow_mut(|buf| {
-        let wide = buf.get_or_insert_with(|| QuantPacked::byte_panels(w.kind, w.k, np));
+        // Empty until `reuse_as` sizes it (Q8_0's never holds weights).
+        let wide = buf.get_or_insert_with(|| QuantPacked::byte_panels(w.kind, w.k, 0));
         // Q8_0's weights are read in place (below): no copy of them.
         wide.reuse_as(w.kind, w.k, np, w.kind != QuantKind::Q8_0);
         let stride = wide.panel_qs();

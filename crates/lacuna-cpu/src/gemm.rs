@@ -162,7 +162,7 @@ fn run(
     }
     let acts = &ws.acts;
     match &w.inner {
-        Inner::Quant(q) if q.small && !reads_small(path, q) => small_by_panels(path, q, acts, out),
+        Inner::Quant(q) if q.small && !reads_small(path) => small_by_panels(path, q, acts, out),
         Inner::Quant(q) => {
             // The AMX kernel runs what its tiles take and hands the rest (the small form's
             // planes and level indices, short canvases) to the AVX-512 kernel itself.

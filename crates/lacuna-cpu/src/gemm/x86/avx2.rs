@@ -10,7 +10,49 @@ use std::arch::x86_64::*;
 use crate::acts::{Acts, FloatRound};
 use crate::blocks::QuantKind;
 use crate::out::Out;
+use crate::packed::expand_x86::expand_panel_into;
 use crate::packed::{FloatPacked, PANEL, QuantPacked};
+
+/// Whether [`quant_panels`] reads `w` as it is held: the byte form, and the small form but
+/// for its bit planes, level indices and 16-bit block constants, which [`expanded`] rebuilds
+/// panel by panel.
+pub(crate) fn reads_held(w: &QuantPacked) -> bool {
+    !(w.small && (w.planar || w.lut || w.half))
+}
+
+thread_local! {
+    /// One panel of a small matrix rebuilt into the byte form ([`expanded`]).
+    static EXPANDED: std::cell::RefCell<Option<QuantPacked>> = const { std::cell::RefCell::new(None) };
+}
+
+/// [`quant_panels`] over a small matrix it does not read as held: each panel rebuilt into a
+/// per-thread byte-form panel ([`expand_panel_into`], in L2: 16 k bytes), then the byte
+/// kernel over it for every token. The matrix stays held at about the file's size; the
+/// rebuild is paid once per panel and step, whatever the tokens.
+///
+/// A CPU without F16C (none with AVX2 is known) takes the portable rebuild.
+///
+/// # Safety
+/// As [`quant_panels`].
+#[target_feature(enable = "avx2,fma")]
+unsafe fn expanded(w: &QuantPacked, a: &Acts, p0: usize, np: usize, out: Out) {
+    let f16c = std::arch::is_x86_feature_detected!("f16c");
+    EXPANDED.with_borrow_mut(|buf| {
+        let panel = buf.get_or_insert_with(|| QuantPacked::byte_panels(w.kind, w.k, 0));
+        panel.reuse_as(w.kind, w.k, 1, true);
+        for p in p0..p0 + np {
+            if f16c {
+                // SAFETY: AVX2 (the contract) and F16C (detected); panel p exists.
+                unsafe { expand_panel_into(w, p, panel, 0) };
+            } else {
+                w.expand_panel(p, panel);
+            }
+            // SAFETY: the contract; `panel` is a one-panel byte-form buffer of `w`'s kind and
+            // k, read as panel 0 of a view starting at p's columns, which this task owns.
+            unsafe { quant_panels(panel, a, 0, 1, out.panel(p)) };
+        }
+    })
+}
 
 /// Tokens per plain-AVX2 quantized tile: 2 x 4 block accumulators, 2 scale vectors and
 /// the weight and activation operands fit the 16 ymm registers.
@@ -29,6 +71,10 @@ const TF: usize = 4;
 /// See [`crate::gemm::QuantKernel`]; needs AVX2 + FMA.
 #[target_feature(enable = "avx2,fma")]
 pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usize, out: Out) {
+    if !reads_held(w) {
+        // SAFETY: the contract.
+        return unsafe { expanded(w, a, p0, np, out) };
+    }
     macro_rules! go {
         ($p:expr, $tt:expr, $sub:literal, $sc:literal, $mins:literal, $sign:literal) => {
             if w.small {

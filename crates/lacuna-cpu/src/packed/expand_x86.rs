@@ -9,8 +9,9 @@ use std::arch::x86_64::*;
 use super::{BITS5_SIGNED, PANEL, QuantPacked, levels, planes};
 
 /// Panel `p` of the small matrix `w` into panel `r` of the byte-form buffer `into` (of
-/// `w`'s kind and `k`, sized by [`QuantPacked::reuse_as`] with weights): what
-/// [`QuantPacked::expand_panel`] makes of it.
+/// `w`'s kind and `k`, sized by [`QuantPacked::reuse_as`]): what
+/// [`QuantPacked::expand_panel`] makes of it, but for weights held as bytes (Q8_0's), which
+/// are not copied: a kernel reads them in place (`into` may be sized without weights).
 ///
 /// # Safety
 /// AVX2 and F16C.
@@ -25,7 +26,12 @@ pub(crate) unsafe fn expand_panel_into(
     debug_assert!(w.affine.is_none() && r < into.panels && p < w.panels);
     let (src_len, dst_len) = (w.panel_qs(), PANEL * w.k);
     let src = &w.qs[p * src_len..][..src_len];
-    let dst = &mut into.qs[r * dst_len..][..dst_len];
+    // Weights held as bytes are not copied (see above).
+    let dst: &mut [i8] = if w.nib() || w.planar {
+        &mut into.qs[r * dst_len..][..dst_len]
+    } else {
+        &mut []
+    };
     // SAFETY: AVX2 (this function's features) for each decoder.
     unsafe {
         if w.nib() {
@@ -39,8 +45,6 @@ pub(crate) unsafe fn expand_panel_into(
                 BITS5_SIGNED => from_planes::<BITS5_SIGNED>(src, dst),
                 bits => unreachable!("no planar form of {bits} bits"),
             }
-        } else {
-            dst.copy_from_slice(src);
         }
     }
     // Every array is `panels` equal chunks, one per panel; `into`'s hold `into.panels`.

@@ -37,19 +37,24 @@ thread_local! {
 #[target_feature(enable = "avx2,fma")]
 unsafe fn expanded(w: &QuantPacked, a: &Acts, p0: usize, np: usize, out: Out) {
     let f16c = std::arch::is_x86_feature_detected!("f16c");
+    // Weights held as bytes (Q8_0's, with 16-bit constants) are read where they are.
+    let in_place = f16c && !w.nib() && !w.planar;
     EXPANDED.with_borrow_mut(|buf| {
         let panel = buf.get_or_insert_with(|| QuantPacked::byte_panels(w.kind, w.k, 0));
-        panel.reuse_as(w.kind, w.k, 1, true);
+        panel.reuse_as(w.kind, w.k, 1, !in_place);
         for p in p0..p0 + np {
-            if f16c {
+            let at = if f16c {
                 // SAFETY: AVX2 (the contract) and F16C (detected); panel p exists.
                 unsafe { expand_panel_into(w, p, panel, 0) };
+                in_place.then(|| w.qs[p * PANEL * w.k..][..PANEL * w.k].as_ptr())
             } else {
                 w.expand_panel(p, panel);
-            }
+                None
+            };
             // SAFETY: the contract; `panel` is a one-panel byte-form buffer of `w`'s kind and
-            // k, read as panel 0 of a view starting at p's columns, which this task owns.
-            unsafe { quant_panels(panel, a, 0, 1, out.panel(p)) };
+            // k (its weights at `at` when given: panel p's bytes), read as panel 0 of a view
+            // starting at p's columns, which this task owns.
+            unsafe { panels_at(panel, a, 0, 1, out.panel(p), at) };
         }
     })
 }
@@ -75,6 +80,26 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
         // SAFETY: the contract.
         return unsafe { expanded(w, a, p0, np, out) };
     }
+    // SAFETY: the contract.
+    unsafe { panels_at(w, a, p0, np, out, None) }
+}
+
+/// [`quant_panels`] over a matrix it reads as held, the byte form's weights of panel
+/// `p0 + r` read at `at + r * 16k` instead of `w`'s panels when `at` is given.
+///
+/// # Safety
+/// As [`quant_panels`]; `reads_held(w)`; `at`, when given, holds `np` byte-form panels of
+/// `w`'s `k`, and `w` is not two weights a byte.
+#[target_feature(enable = "avx2,fma")]
+unsafe fn panels_at(
+    w: &QuantPacked,
+    a: &Acts,
+    p0: usize,
+    np: usize,
+    out: Out,
+    at: Option<*const i8>,
+) {
+    debug_assert!(reads_held(w) && (at.is_none() || !w.nib()));
     macro_rules! go {
         ($p:expr, $tt:expr, $sub:literal, $sc:literal, $mins:literal, $sign:literal) => {
             if w.small {
@@ -84,24 +109,29 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
             }
         };
         ($p:expr, $tt:expr, $sub:literal, $sc:literal, $mins:literal, $sign:literal, $nib:literal, $small:literal) => {{
+            let src = match at {
+                // SAFETY: panel p - p0 of the `np` at `at` (the contract).
+                Some(at) => unsafe { at.add(($p - p0) * PANEL * w.k) },
+                None => w.qs[$p * PANEL * if $nib { w.k / 2 } else { w.k }..].as_ptr(),
+            };
             let mut t0 = 0;
             while t0 < out.t {
                 let tt = (out.t - t0).min($tt);
                 // SAFETY: the caller's contract; tile bounds checked here.
                 unsafe {
                     match tt {
-                        4 => {
-                            tile_madd::<4, $sub, $sc, $mins, $sign, $nib, $small>(w, a, $p, t0, out)
-                        }
-                        3 => {
-                            tile_madd::<3, $sub, $sc, $mins, $sign, $nib, $small>(w, a, $p, t0, out)
-                        }
-                        2 => {
-                            tile_madd::<2, $sub, $sc, $mins, $sign, $nib, $small>(w, a, $p, t0, out)
-                        }
-                        _ => {
-                            tile_madd::<1, $sub, $sc, $mins, $sign, $nib, $small>(w, a, $p, t0, out)
-                        }
+                        4 => tile_madd::<4, $sub, $sc, $mins, $sign, $nib, $small>(
+                            w, a, $p, t0, out, src,
+                        ),
+                        3 => tile_madd::<3, $sub, $sc, $mins, $sign, $nib, $small>(
+                            w, a, $p, t0, out, src,
+                        ),
+                        2 => tile_madd::<2, $sub, $sc, $mins, $sign, $nib, $small>(
+                            w, a, $p, t0, out, src,
+                        ),
+                        _ => tile_madd::<1, $sub, $sc, $mins, $sign, $nib, $small>(
+                            w, a, $p, t0, out, src,
+                        ),
                     }
                 }
                 t0 += tt;
@@ -163,7 +193,8 @@ pub(crate) unsafe fn quant_panels_vnni(w: &QuantPacked, a: &Acts, p0: usize, np:
 /// small form's i8 scales (any type) are widened when loaded.
 ///
 /// # Safety
-/// AVX2; `p < w.panels`, `t0 + T <= out.t`, `a` prepared for `w`.
+/// AVX2; `p < w.panels`, `t0 + T <= out.t`, `a` prepared for `w`; `src` holds panel `p`'s
+/// weights in `w`'s form (`NIB` or bytes).
 #[inline(always)]
 unsafe fn tile_madd<
     const T: usize,
@@ -179,6 +210,7 @@ unsafe fn tile_madd<
     p: usize,
     t0: usize,
     out: Out,
+    qs: *const i8,
 ) {
     let k = w.k;
     let block = w.kind.block();
@@ -187,7 +219,6 @@ unsafe fn tile_madd<
     debug_assert!(p < w.panels && t0 + T <= out.t);
     debug_assert!(a.q.len() >= (t0 + T) * k && a.d.len() >= (t0 + T) * nblk);
     debug_assert!(NIB == w.nib() && SMALL == w.small && !(NIB && SIGN));
-    let qs = w.qs[p * PANEL * if NIB { k / 2 } else { k }..].as_ptr();
     let xq: [*const u8; T] = std::array::from_fn(|t| a.q[(t0 + t) * k..].as_ptr());
     // SAFETY: AVX2 is enabled in every caller of this inlined body (function contract).
     unsafe {

@@ -479,14 +479,16 @@ fn check_bytes(ty: GgmlType, n: usize, k: usize, bytes: &[u8]) -> Result<usize, 
     Ok(row_bytes)
 }
 
-/// Whether packing for `path` picks the small form: on AVX-512 VNNI, AMX and AVX2, whose
-/// kernels read it, unless `LACUNA_SMALL_PANELS=0` (a diagnostic, for A/B measurements).
-/// Not AVX-VNNI, whose kernel reads bytes. (AMX builds its tiles' planes from every small
-/// form of the K-quants, and rebuilds the 32-element formats' level indices into its B
-/// tiles panel by panel.)
+/// Whether packing for `path` picks the small form: on the x86 paths, whose kernels read it,
+/// unless `LACUNA_SMALL_PANELS=0` (a diagnostic, for A/B measurements). (AMX builds its
+/// tiles' planes from every small form of the K-quants, and rebuilds the 32-element
+/// formats' level indices into its B tiles panel by panel; AVX2 rebuilds panels into bytes
+/// but for Q4_K's nibbles, AVX-VNNI all of them.)
 pub(crate) fn small_for(path: Path) -> bool {
-    matches!(path, Path::Avx512Vnni | Path::Amx | Path::Avx2)
-        && std::env::var("LACUNA_SMALL_PANELS").map_or(true, |v| v != "0")
+    matches!(
+        path,
+        Path::Avx512Vnni | Path::Amx | Path::Avx2 | Path::AvxVnni
+    ) && std::env::var("LACUNA_SMALL_PANELS").map_or(true, |v| v != "0")
 }
 
 /// Whether packing for `path` holds Q3_K, Q5_K and Q6_K in bit planes and the level formats
@@ -495,16 +497,21 @@ pub(crate) fn small_for(path: Path) -> bool {
 /// `LACUNA_PLANAR_PANELS=0` (for A/B measurements; `1` keeps the 32-bit block constants
 /// [`Form::Half`] narrows).
 pub(crate) fn planar_for(path: Path) -> bool {
-    matches!(path, Path::Avx512Vnni | Path::Amx | Path::Avx2)
-        && small_for(path)
+    matches!(
+        path,
+        Path::Avx512Vnni | Path::Amx | Path::Avx2 | Path::AvxVnni
+    ) && small_for(path)
         && std::env::var("LACUNA_PLANAR_PANELS").map_or(true, |v| v != "0")
 }
 
 /// Whether `path` runs small matrices without `gemm`'s per-matmul expansion (AMX
 /// through the AVX-512 kernel; AVX2 rebuilds the planar forms, level indices and 16-bit block
-/// constants panel by panel itself).
+/// constants panel by panel itself, AVX-VNNI every small form).
 pub(crate) fn reads_small(path: Path) -> bool {
-    matches!(path, Path::Avx512Vnni | Path::Amx | Path::Avx2)
+    matches!(
+        path,
+        Path::Avx512Vnni | Path::Amx | Path::Avx2 | Path::AvxVnni
+    )
 }
 
 /// The 4-bit formats held as indices into their 16 levels ([`levels`]): IQ4_XS, IQ4_NL and

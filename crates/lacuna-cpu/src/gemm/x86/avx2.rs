@@ -32,10 +32,13 @@ thread_local! {
 ///
 /// A CPU without F16C (none with AVX2 is known) takes the portable rebuild.
 ///
+/// `VNNI`: [`quant_panels_vnni`]'s, whose tiles read only the byte form (Q4_K's nibbles and
+/// the i8 scales rebuilt too).
+///
 /// # Safety
-/// As [`quant_panels`].
+/// As [`quant_panels`] (and [`quant_panels_vnni`] when `VNNI`).
 #[target_feature(enable = "avx2,fma")]
-unsafe fn expanded(w: &QuantPacked, a: &Acts, p0: usize, np: usize, out: Out) {
+unsafe fn expanded<const VNNI: bool>(w: &QuantPacked, a: &Acts, p0: usize, np: usize, out: Out) {
     let f16c = std::arch::is_x86_feature_detected!("f16c");
     // Weights held as bytes (Q8_0's, with 16-bit constants) are read where they are.
     let in_place = f16c && !w.nib() && !w.planar;
@@ -54,7 +57,13 @@ unsafe fn expanded(w: &QuantPacked, a: &Acts, p0: usize, np: usize, out: Out) {
             // SAFETY: the contract; `panel` is a one-panel byte-form buffer of `w`'s kind and
             // k (its weights at `at` when given: panel p's bytes), read as panel 0 of a view
             // starting at p's columns, which this task owns.
-            unsafe { panels_at(panel, a, 0, 1, out.panel(p), at) };
+            unsafe {
+                if VNNI {
+                    vnni_at(panel, a, 0, 1, out.panel(p), at)
+                } else {
+                    panels_at(panel, a, 0, 1, out.panel(p), at)
+                }
+            };
         }
     })
 }
@@ -78,7 +87,7 @@ const TF: usize = 4;
 pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usize, out: Out) {
     if !reads_held(w) {
         // SAFETY: the contract.
-        return unsafe { expanded(w, a, p0, np, out) };
+        return unsafe { expanded::<false>(w, a, p0, np, out) };
     }
     // SAFETY: the contract.
     unsafe { panels_at(w, a, p0, np, out, None) }
@@ -158,17 +167,46 @@ unsafe fn panels_at(
 /// See [`crate::gemm::QuantKernel`]; needs AVX2 + FMA + AVX-VNNI.
 #[target_feature(enable = "avx2,fma,avxvnni")]
 pub(crate) unsafe fn quant_panels_vnni(w: &QuantPacked, a: &Acts, p0: usize, np: usize, out: Out) {
+    if w.small {
+        // SAFETY: the contract.
+        return unsafe { expanded::<true>(w, a, p0, np, out) };
+    }
+    // SAFETY: the contract.
+    unsafe { vnni_at(w, a, p0, np, out, None) }
+}
+
+/// [`quant_panels_vnni`] over a matrix in the byte form, its weights read at `at` as
+/// [`panels_at`] reads them.
+///
+/// # Safety
+/// As [`quant_panels_vnni`]; `!w.small`; `at`, when given, holds `np` byte-form panels of
+/// `w`'s `k`.
+#[target_feature(enable = "avx2,fma,avxvnni")]
+unsafe fn vnni_at(
+    w: &QuantPacked,
+    a: &Acts,
+    p0: usize,
+    np: usize,
+    out: Out,
+    at: Option<*const i8>,
+) {
+    debug_assert!(!w.small);
     macro_rules! go {
         ($p:expr, $sub:literal, $sc:literal, $mins:literal) => {{
+            let src = match at {
+                // SAFETY: panel p - p0 of the `np` at `at` (the contract).
+                Some(at) => unsafe { at.add(($p - p0) * PANEL * w.k) },
+                None => w.qs[$p * PANEL * w.k..].as_ptr(),
+            };
             let mut t0 = 0;
             while t0 < out.t {
                 let tt = (out.t - t0).min(TT_VNNI);
                 // SAFETY: the caller's contract; tile bounds checked here.
                 unsafe {
                     match tt {
-                        3 => tile_vnni::<3, $sub, $sc, $mins>(w, a, $p, t0, out),
-                        2 => tile_vnni::<2, $sub, $sc, $mins>(w, a, $p, t0, out),
-                        _ => tile_vnni::<1, $sub, $sc, $mins>(w, a, $p, t0, out),
+                        3 => tile_vnni::<3, $sub, $sc, $mins>(w, a, $p, t0, out, src),
+                        2 => tile_vnni::<2, $sub, $sc, $mins>(w, a, $p, t0, out, src),
+                        _ => tile_vnni::<1, $sub, $sc, $mins>(w, a, $p, t0, out, src),
                     }
                 }
                 t0 += tt;
@@ -327,6 +365,7 @@ unsafe fn tile_vnni<const T: usize, const SUB: usize, const SCALES: bool, const 
     p: usize,
     t0: usize,
     out: Out,
+    qs: *const i8,
 ) {
     let k = w.k;
     let block = w.kind.block();
@@ -334,7 +373,6 @@ unsafe fn tile_vnni<const T: usize, const SUB: usize, const SCALES: bool, const 
     let nsub = block / SUB;
     debug_assert!(p < w.panels && t0 + T <= out.t);
     debug_assert!(a.q.len() >= (t0 + T) * k && a.d.len() >= (t0 + T) * nblk);
-    let qs = w.qs[p * PANEL * k..].as_ptr();
     let xq: [*const u8; T] = std::array::from_fn(|t| a.q[(t0 + t) * k..].as_ptr());
     // SAFETY: AVX2 + AVX-VNNI are enabled in every caller of this inlined body.
     unsafe {

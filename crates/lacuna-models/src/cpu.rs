@@ -17,8 +17,8 @@ use crate::backend::{AttnShape, Backend, RopeParams, WeightPlan};
 use crate::{Error, Result, RopeStyle};
 
 /// How quantized matrix weights are kept: repacked to int8 panels (fast at every canvas
-/// length, about 8.6 bits per weight; Q4_K about 4.9, two weights a byte, where the AVX-512
-/// VNNI or AVX2 kernel runs) or compact (ggml's blocks, the file's size).
+/// length; on x86 in a small form within about 1.1x the file, Q4_K two weights a byte,
+/// elsewhere about 8.6 bits per weight) or compact (ggml's blocks, the file's size).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum WeightLayout {
     /// Repacked, unless that would take more than three quarters of the memory available at

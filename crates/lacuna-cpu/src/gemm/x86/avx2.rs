@@ -118,11 +118,8 @@ unsafe fn panels_at(
             }
         };
         ($p:expr, $tt:expr, $sub:literal, $sc:literal, $mins:literal, $sign:literal, $nib:literal, $small:literal) => {{
-            let src = match at {
-                // SAFETY: panel p - p0 of the `np` at `at` (the contract).
-                Some(at) => unsafe { at.add(($p - p0) * PANEL * w.k) },
-                None => w.qs[$p * PANEL * if $nib { w.k / 2 } else { w.k }..].as_ptr(),
-            };
+            // SAFETY: `at` holds panel p - p0 when given (the contract).
+            let src = unsafe { weights_at(w, $p, p0, at) };
             let mut t0 = 0;
             while t0 < out.t {
                 let tt = (out.t - t0).min($tt);
@@ -161,6 +158,19 @@ unsafe fn panels_at(
     }
 }
 
+/// Where panel `p`'s weights are: `w`'s own, or panel `p - p0` of the byte-form panels at
+/// `at` ([`panels_at`], [`vnni_at`]).
+///
+/// # Safety
+/// `at`, when given, holds byte-form panels of `w`'s `k` up to panel `p - p0`.
+unsafe fn weights_at(w: &QuantPacked, p: usize, p0: usize, at: Option<*const i8>) -> *const i8 {
+    match at {
+        // SAFETY: the contract.
+        Some(at) => unsafe { at.add((p - p0) * PANEL * w.k) },
+        None => w.qs[p * w.panel_qs()..].as_ptr(),
+    }
+}
+
 /// AVX-VNNI quantized GEMM over panels `p0..p0 + np`.
 ///
 /// # Safety
@@ -193,11 +203,8 @@ unsafe fn vnni_at(
     debug_assert!(!w.small);
     macro_rules! go {
         ($p:expr, $sub:literal, $sc:literal, $mins:literal) => {{
-            let src = match at {
-                // SAFETY: panel p - p0 of the `np` at `at` (the contract).
-                Some(at) => unsafe { at.add(($p - p0) * PANEL * w.k) },
-                None => w.qs[$p * PANEL * w.k..].as_ptr(),
-            };
+            // SAFETY: `at` holds panel p - p0 when given (the contract).
+            let src = unsafe { weights_at(w, $p, p0, at) };
             let mut t0 = 0;
             while t0 < out.t {
                 let tt = (out.t - t0).min(TT_VNNI);

@@ -15,9 +15,10 @@
 //! one 64-byte line, the first in the low nibbles, and a kernel splits it with a mask and a
 //! shift. Q4_K then takes about 4.9 bits per weight (1.08x the file) instead of 9.9, Q6_K
 //! 8.75 instead of 10.25, and a pass streams that much less; the values, and so every
-//! result, are the same. The AVX-512 VNNI, AMX and AVX2 kernels read this form, and packing
-//! picks it where one of them is the active path ([`small_for`]); every other path runs such
-//! a matrix one panel at a time, expanded into the byte layout.
+//! result, are the same. The AVX-512 VNNI, AMX and AVX2 kernels read this form (AVX-VNNI's
+//! rebuilds each panel into bytes first), and packing picks it where one of them is the
+//! active path ([`small_for`]); every other path runs such a matrix one panel at a time,
+//! expanded into the byte layout.
 //!
 //! Where the AVX-512 VNNI, AMX or AVX2 kernels are the active path ([`planar_for`]; AVX2
 //! rebuilds such a panel into bytes in L2 before its tiles, the others read it) the small

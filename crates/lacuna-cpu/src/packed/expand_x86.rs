@@ -24,28 +24,10 @@ pub(crate) unsafe fn expand_panel_into(
 ) {
     debug_assert!(w.small && !into.small && into.kind == w.kind && into.k == w.k);
     debug_assert!(w.affine.is_none() && r < into.panels && p < w.panels);
-    let (src_len, dst_len) = (w.panel_qs(), PANEL * w.k);
-    let src = &w.qs[p * src_len..][..src_len];
-    // Weights held as bytes are not copied (see above).
-    let dst: &mut [i8] = if w.nib() || w.planar {
-        &mut into.qs[r * dst_len..][..dst_len]
-    } else {
-        &mut []
-    };
-    // SAFETY: AVX2 (this function's features) for each decoder.
-    unsafe {
-        if w.nib() {
-            nibbles(src, dst, w.lut.then(|| levels(w.kind)));
-        } else if w.planar {
-            match w.planar_bits() {
-                2 => from_planes::<2>(src, dst),
-                3 => from_planes::<3>(src, dst),
-                5 => from_planes::<5>(src, dst),
-                6 => from_planes::<6>(src, dst),
-                BITS5_SIGNED => from_planes::<BITS5_SIGNED>(src, dst),
-                bits => unreachable!("no planar form of {bits} bits"),
-            }
-        }
+    if w.nib() || w.planar {
+        let dst_len = PANEL * w.k;
+        // SAFETY: AVX2 (this function's features).
+        unsafe { expand_weights(w, p, &mut into.qs[r * dst_len..][..dst_len]) };
     }
     // Every array is `panels` equal chunks, one per panel; `into`'s hold `into.panels`.
     let per = |len: usize| len / into.panels;
@@ -106,6 +88,33 @@ pub(crate) unsafe fn expand_panel_into(
     }
     let n = per(into.dmin.len());
     into.dmin[r * n..][..n].copy_from_slice(&w.dmin[p * n..][..n]);
+}
+
+/// Panel `p`'s weights of the small matrix `w`, two a byte (Q4_K, level indices) or in bit
+/// planes, rebuilt into the byte form's `16 k` bytes at `dst`.
+///
+/// # Safety
+/// AVX2.
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn expand_weights(w: &QuantPacked, p: usize, dst: &mut [i8]) {
+    debug_assert!(w.nib() || w.planar);
+    let src_len = w.panel_qs();
+    let src = &w.qs[p * src_len..][..src_len];
+    // SAFETY: AVX2 (this function's features) for each decoder.
+    unsafe {
+        if w.nib() {
+            nibbles(src, dst, w.lut.then(|| levels(w.kind)));
+        } else {
+            match w.planar_bits() {
+                2 => from_planes::<2>(src, dst),
+                3 => from_planes::<3>(src, dst),
+                5 => from_planes::<5>(src, dst),
+                6 => from_planes::<6>(src, dst),
+                BITS5_SIGNED => from_planes::<BITS5_SIGNED>(src, dst),
+                bits => unreachable!("no planar form of {bits} bits"),
+            }
+        }
+    }
 }
 
 /// Two weights a byte (line `2j` in the low nibbles of line `j`, `2j + 1` in the high

@@ -10,7 +10,7 @@ use std::arch::x86_64::*;
 use crate::acts::{Acts, FloatRound};
 use crate::blocks::QuantKind;
 use crate::out::Out;
-use crate::packed::expand_x86::expand_panel_into;
+use crate::packed::expand_x86::{expand_panel_into, expand_weights};
 use crate::packed::{FloatPacked, PANEL, QuantPacked};
 
 /// Whether [`quant_panels`] reads `w` as it is held: the byte form, and the small form but
@@ -42,10 +42,23 @@ unsafe fn expanded<const VNNI: bool>(w: &QuantPacked, a: &Acts, p0: usize, np: u
     let f16c = std::arch::is_x86_feature_detected!("f16c");
     // Weights held as bytes (Q8_0's, with 16-bit constants) are read where they are.
     let in_place = f16c && !w.nib() && !w.planar;
+    // The K-quants in bit planes keep constants the AVX2 tiles read as held (i8 scales and
+    // mins): only their weights are rebuilt.
+    let weights_only = !VNNI && w.planar && !w.half;
     EXPANDED.with_borrow_mut(|buf| {
         let panel = buf.get_or_insert_with(|| QuantPacked::byte_panels(w.kind, w.k, 0));
         panel.reuse_as(w.kind, w.k, 1, !in_place);
         for p in p0..p0 + np {
+            if weights_only {
+                let qs = &mut panel.qs[..PANEL * w.k];
+                // SAFETY: AVX2 (the contract); panel p exists; `qs` holds its 16 k bytes,
+                // read by the tiles with `w`'s own constants of panel p.
+                unsafe {
+                    expand_weights(w, p, qs);
+                    panels_at(w, a, p, 1, out, Some(qs.as_ptr()));
+                }
+                continue;
+            }
             let at = if f16c {
                 // SAFETY: AVX2 (the contract) and F16C (detected); panel p exists.
                 unsafe { expand_panel_into(w, p, panel, 0) };
@@ -94,11 +107,12 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
 }
 
 /// [`quant_panels`] over a matrix it reads as held, the byte form's weights of panel
-/// `p0 + r` read at `at + r * 16k` instead of `w`'s panels when `at` is given.
+/// `p0 + r` read at `at + r * 16k` instead of `w`'s panels when `at` is given (so also over
+/// a matrix in bit planes without 16-bit constants, its weights rebuilt at `at`).
 ///
 /// # Safety
-/// As [`quant_panels`]; `reads_held(w)`; `at`, when given, holds `np` byte-form panels of
-/// `w`'s `k`, and `w` is not two weights a byte.
+/// As [`quant_panels`]; `reads_held(w)`, or `w` planar without `half` and `at` given; `at`,
+/// when given, holds `np` byte-form panels of `w`'s `k`, and `w` is not two weights a byte.
 #[target_feature(enable = "avx2,fma")]
 unsafe fn panels_at(
     w: &QuantPacked,
@@ -108,7 +122,9 @@ unsafe fn panels_at(
     out: Out,
     at: Option<*const i8>,
 ) {
-    debug_assert!(reads_held(w) && (at.is_none() || !w.nib()));
+    debug_assert!(
+        (reads_held(w) || at.is_some() && w.planar && !w.half) && (at.is_none() || !w.nib())
+    );
     macro_rules! go {
         ($p:expr, $tt:expr, $sub:literal, $sc:literal, $mins:literal, $sign:literal) => {
             if w.small {

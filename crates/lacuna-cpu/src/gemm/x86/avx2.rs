@@ -28,7 +28,9 @@ thread_local! {
 /// [`quant_panels`] over a small matrix it does not read as held: each panel rebuilt into a
 /// per-thread byte-form panel ([`expand_panel_into`], in L2: 16 k bytes), then the byte
 /// kernel over it for every token. The matrix stays held at about the file's size; the
-/// rebuild is paid once per panel and step, whatever the tokens.
+/// rebuild is paid once per panel and step, whatever the tokens. The K-quants in bit planes
+/// rebuild only their weights ([`expand_weights`]): the tiles read their small-form
+/// constants as held.
 ///
 /// A CPU without F16C (none with AVX2 is known) takes the portable rebuild.
 ///

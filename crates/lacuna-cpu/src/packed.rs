@@ -20,8 +20,8 @@
 //! active path ([`small_for`]); every other path runs such a matrix one panel at a time,
 //! expanded into the byte layout.
 //!
-//! Where the AVX-512 VNNI, AMX or AVX2 kernels are the active path ([`planar_for`]; AVX2
-//! rebuilds such a panel into bytes in L2 before its tiles, the others read it) the small
+//! Where an x86 kernel is the active path ([`planar_for`]; AVX2 and AVX-VNNI rebuild such
+//! a panel into bytes in L2 before their tiles, the others read it) the small
 //! form also holds Q6_K's weights in 6 bits, Q5_K's in 5 and Q3_K's in 3 ([`QuantPacked::planar`]):
 //! `u = q + bias` (32 for Q6_K, 0 for Q5_K, 4 for Q3_K) in bit planes ([`Planes`]). A group
 //! of `G` lines (4 for Q6_K, 8 for Q5_K: one sub-block; 8 for Q3_K: two) is `G * lo / 8`
@@ -486,29 +486,27 @@ fn check_bytes(ty: GgmlType, n: usize, k: usize, bytes: &[u8]) -> Result<usize, 
 /// formats' level indices into its B tiles panel by panel; AVX2 rebuilds panels into bytes
 /// but for Q4_K's nibbles, AVX-VNNI all of them.)
 pub(crate) fn small_for(path: Path) -> bool {
-    matches!(
-        path,
-        Path::Avx512Vnni | Path::Amx | Path::Avx2 | Path::AvxVnni
-    ) && std::env::var("LACUNA_SMALL_PANELS").map_or(true, |v| v != "0")
+    x86_kernel(path) && std::env::var("LACUNA_SMALL_PANELS").map_or(true, |v| v != "0")
 }
 
 /// Whether packing for `path` holds Q3_K, Q5_K and Q6_K in bit planes and the level formats
-/// as indices (within the small form): on AVX-512 VNNI and AMX, whose kernels read them, and
-/// AVX2, whose kernel rebuilds them panel by panel (`gemm::x86::avx2`), unless
+/// as indices (within the small form): wherever it is picked ([`small_for`]; AVX-512 VNNI
+/// and AMX read them, AVX2 and AVX-VNNI rebuild them panel by panel), unless
 /// `LACUNA_PLANAR_PANELS=0` (for A/B measurements; `1` keeps the 32-bit block constants
 /// [`Form::Half`] narrows).
 pub(crate) fn planar_for(path: Path) -> bool {
-    matches!(
-        path,
-        Path::Avx512Vnni | Path::Amx | Path::Avx2 | Path::AvxVnni
-    ) && small_for(path)
-        && std::env::var("LACUNA_PLANAR_PANELS").map_or(true, |v| v != "0")
+    small_for(path) && std::env::var("LACUNA_PLANAR_PANELS").map_or(true, |v| v != "0")
 }
 
 /// Whether `path` runs small matrices without `gemm`'s per-matmul expansion (AMX
 /// through the AVX-512 kernel; AVX2 rebuilds the planar forms, level indices and 16-bit block
 /// constants panel by panel itself, AVX-VNNI every small form).
 pub(crate) fn reads_small(path: Path) -> bool {
+    x86_kernel(path)
+}
+
+/// The x86 paths, whose kernels read (or rebuild panel by panel) every small form.
+fn x86_kernel(path: Path) -> bool {
     matches!(
         path,
         Path::Avx512Vnni | Path::Amx | Path::Avx2 | Path::AvxVnni
@@ -582,8 +580,7 @@ pub(crate) enum Form {
     /// indices ([`QuantPacked::lut`]).
     Planar,
     /// [`Form::Planar`] with 16-bit block constants for the 32-weight formats with an f16
-    /// scale ([`QuantPacked::half`]): what [`PackedWeight::new`] picks on AVX-512 VNNI, AMX and
-    /// AVX2.
+    /// scale ([`QuantPacked::half`]): what [`PackedWeight::new`] picks on the x86 paths.
     /// Against the byte form (1 thread, 4096x4096, Q8_0/Q4_0/IQ4_NL) 0.46-0.85x the time
     /// at 1-8 tokens and 0.89-1.02x from 32 on, in less memory; `LACUNA_PLANAR_PANELS=1`
     /// keeps [`Form::Planar`]'s 32-bit constants for A/B measurements.

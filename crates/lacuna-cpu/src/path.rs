@@ -169,6 +169,18 @@ impl std::fmt::Display for Path {
     }
 }
 
+/// Whether the CPU's vendor string is AMD's (`AuthenticAMD`): kernels whose best register
+/// tile differs between vendors' cores ask this once.
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn is_amd() -> bool {
+    static AMD: OnceLock<bool> = OnceLock::new();
+    *AMD.get_or_init(|| {
+        // CPUID leaf 0: the vendor string in EBX, EDX, ECX.
+        let id = std::arch::x86_64::__cpuid(0);
+        [id.ebx, id.edx, id.ecx] == [0x6874_7541, 0x6974_6e65, 0x444d_4163]
+    })
+}
+
 /// Asks Linux for permission to use the AMX tile data (`arch_prctl(ARCH_REQ_XCOMP_PERM,
 /// XFEATURE_XTILEDATA)`), once per process; `false` when the CPU lacks AMX-INT8 or the
 /// kernel refuses.

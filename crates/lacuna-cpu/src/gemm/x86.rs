@@ -5,3 +5,4 @@ pub(crate) mod amx32;
 pub(crate) mod avx2;
 pub(crate) mod avx512;
 pub(crate) mod avxvnni;
+mod prefetch;

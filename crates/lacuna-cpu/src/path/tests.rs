@@ -52,3 +52,19 @@ fn active_is_available() {
         assert!(p.is_available());
     }
 }
+
+/// The vendor read from CPUID is the one Linux reports.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+#[test]
+fn is_amd_matches_proc_cpuinfo() {
+    let Ok(info) = std::fs::read_to_string("/proc/cpuinfo") else {
+        return;
+    };
+    let vendor = info
+        .lines()
+        .find_map(|l| l.strip_prefix("vendor_id"))
+        .map(|v| v.trim_start_matches([' ', '\t', ':']).trim());
+    if let Some(vendor) = vendor {
+        assert_eq!(super::is_amd(), vendor == "AuthenticAMD", "vendor {vendor}");
+    }
+}

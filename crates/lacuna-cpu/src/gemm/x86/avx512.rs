@@ -4,16 +4,36 @@
 
 use std::arch::x86_64::*;
 
+use super::prefetch::Prefetch;
 use crate::acts::Acts;
 use crate::acts::FloatRound;
 use crate::blocks::QuantKind;
 use crate::out::Out;
 use crate::packed::{BITS5_SIGNED, FloatPacked, PANEL, QuantPacked, levels, planes};
 
-/// Tokens per register tile: 2 panels x 6 tokens = 12 independent `vpdpbusd` chains, enough
-/// to cover its latency (measured best-of-30, 1 thread, Q4_K 4096² T=160: 280 GOP/s with 4
-/// tokens, 315 with 6).
+/// Tokens per register tile (at most 6: the tiles the kernel instantiates). 2 panels x 6
+/// tokens are 12 independent `vpdpbusd` chains (measured best-of-30, 1 thread, Q4_K 4096²
+/// T=160, before the tile held the small forms: 280 GOP/s with 4 tokens, 315 with 6); since
+/// the tile keeps three sets of accumulators (sub-block, block and f32: 36 zmm at 2 x 6), 6
+/// tokens spill in the hot loop, and on AMD Zen 4 2 x 4 (8 chains, no spill) is faster:
+/// 2 threads, 126464 x 4096, Q4_K/Q6_K, 32 tokens 61.0/65.0 -> 55.9/56.4 ms, 160 tokens
+/// 303/299 -> 259/251 ms (`bench-results/epyc-2c-avx512/ab/2026-12-06-tile-tokens-prefetch.json`).
+/// Other CPUs keep 6 until measured.
+const TT_AMD: usize = 4;
 const TT: usize = 6;
+
+/// [`TT_AMD`] on AMD CPUs, else [`TT`]; `LACUNA_TILE_TOKENS=N` (1 to 6) sets another, for
+/// A/B benchmarks (read once).
+fn tile_tokens() -> usize {
+    static AT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *AT.get_or_init(|| {
+        std::env::var("LACUNA_TILE_TOKENS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|n| (1..=TT.max(TT_AMD)).contains(n))
+            .unwrap_or(if crate::path::is_amd() { TT_AMD } else { TT })
+    })
+}
 /// Tokens per register tile of the float kernel.
 const TF: usize = 6;
 
@@ -183,48 +203,51 @@ unsafe fn panels_at(
     macro_rules! run {
         ($sub:literal, $sc:literal, $mins:literal, $nib:literal, $small:literal, $bits:expr, $lut:literal, $src:expr, $stride:expr) => {{
             let (src, stride): (*const i8, usize) = ($src, $stride);
+            // The next panels (of this thread, mostly) fetched over this pair's tiles.
+            let tiles = out.t.div_ceil(tile_tokens());
+            let mut pf = Prefetch::panels(w, p0 + np, np, tiles * (w.k / $sub));
             let mut t0 = 0;
             while t0 < out.t {
-                let tt = balanced(out.t - t0, TT);
+                let tt = balanced(out.t - t0, tile_tokens());
                 // SAFETY: same contract as this function; tile bounds checked here; `src`
                 // holds `np` panels of `stride` bytes in the form the parameters name.
                 unsafe {
                     match (np, tt) {
                         (2, 6) => tile::<2, 6, $sub, $sc, $mins, $nib, $small, { $bits }, $lut>(
-                            w, a, p0, t0, out, src, stride,
+                            w, a, p0, t0, out, src, stride, &mut pf,
                         ),
                         (2, 5) => tile::<2, 5, $sub, $sc, $mins, $nib, $small, { $bits }, $lut>(
-                            w, a, p0, t0, out, src, stride,
+                            w, a, p0, t0, out, src, stride, &mut pf,
                         ),
                         (2, 4) => tile::<2, 4, $sub, $sc, $mins, $nib, $small, { $bits }, $lut>(
-                            w, a, p0, t0, out, src, stride,
+                            w, a, p0, t0, out, src, stride, &mut pf,
                         ),
                         (2, 3) => tile::<2, 3, $sub, $sc, $mins, $nib, $small, { $bits }, $lut>(
-                            w, a, p0, t0, out, src, stride,
+                            w, a, p0, t0, out, src, stride, &mut pf,
                         ),
                         (2, 2) => tile::<2, 2, $sub, $sc, $mins, $nib, $small, { $bits }, $lut>(
-                            w, a, p0, t0, out, src, stride,
+                            w, a, p0, t0, out, src, stride, &mut pf,
                         ),
                         (2, _) => tile::<2, 1, $sub, $sc, $mins, $nib, $small, { $bits }, $lut>(
-                            w, a, p0, t0, out, src, stride,
+                            w, a, p0, t0, out, src, stride, &mut pf,
                         ),
                         (_, 6) => tile::<1, 6, $sub, $sc, $mins, $nib, $small, { $bits }, $lut>(
-                            w, a, p0, t0, out, src, stride,
+                            w, a, p0, t0, out, src, stride, &mut pf,
                         ),
                         (_, 5) => tile::<1, 5, $sub, $sc, $mins, $nib, $small, { $bits }, $lut>(
-                            w, a, p0, t0, out, src, stride,
+                            w, a, p0, t0, out, src, stride, &mut pf,
                         ),
                         (_, 4) => tile::<1, 4, $sub, $sc, $mins, $nib, $small, { $bits }, $lut>(
-                            w, a, p0, t0, out, src, stride,
+                            w, a, p0, t0, out, src, stride, &mut pf,
                         ),
                         (_, 3) => tile::<1, 3, $sub, $sc, $mins, $nib, $small, { $bits }, $lut>(
-                            w, a, p0, t0, out, src, stride,
+                            w, a, p0, t0, out, src, stride, &mut pf,
                         ),
                         (_, 2) => tile::<1, 2, $sub, $sc, $mins, $nib, $small, { $bits }, $lut>(
-                            w, a, p0, t0, out, src, stride,
+                            w, a, p0, t0, out, src, stride, &mut pf,
                         ),
                         (_, _) => tile::<1, 1, $sub, $sc, $mins, $nib, $small, { $bits }, $lut>(
-                            w, a, p0, t0, out, src, stride,
+                            w, a, p0, t0, out, src, stride, &mut pf,
                         ),
                     }
                 }
@@ -541,7 +564,10 @@ unsafe fn expand<const SUB: usize, const NIB: bool, const BITS: usize, const LUT
 /// rebuilt from a line of low bits and a line of high bits, less the form's bias;
 /// `LUT` (with `NIB`): the nibbles are indices into the kind's 16 levels (`w.lut`), looked
 /// up with `vpshufb`. A small matrix's weights rebuilt into bytes ([`expand`]) run with
-/// `SMALL` alone.
+/// `SMALL` alone. Each sub-block issues a step of `pf` (the panels after this pair, see
+/// [`Prefetch`]): with it a 2-thread 126464 x 4096 Q4_K/Q6_K product at 32 tokens took
+/// 58/57 ms instead of 64/65 (the rebuild's share of the profile 17% -> 6%: the reads it
+/// waited on are in L2 when it runs).
 ///
 /// # Safety
 /// AVX-512 F/BW/VNNI; `p0 + R <= w.panels`, `t0 + T <= out.t`, `a` prepared for `w`; `src`
@@ -566,6 +592,7 @@ unsafe fn tile<
     out: Out,
     src: *const i8,
     stride: usize,
+    pf: &mut Prefetch,
 ) {
     let k = w.k;
     let block = w.kind.block();
@@ -599,6 +626,7 @@ unsafe fn tile<
         let mut bacc = [[_mm512_setzero_si512(); T]; R];
         for s in 0..nsub {
             let mut dacc = [[_mm512_setzero_si512(); T]; R];
+            pf.step();
             let k0 = b * block + s * SUB;
             for g in 0..SUB / 4 {
                 let kk = k0 + 4 * g;

@@ -7,6 +7,7 @@
 
 use std::arch::x86_64::*;
 
+use super::prefetch::Prefetch;
 use crate::acts::{Acts, FloatRound};
 use crate::blocks::QuantKind;
 use crate::out::Out;
@@ -57,7 +58,7 @@ unsafe fn expanded<const VNNI: bool>(w: &QuantPacked, a: &Acts, p0: usize, np: u
                 // read by the tiles with `w`'s own constants of panel p.
                 unsafe {
                     expand_weights(w, p, qs);
-                    panels_at(w, a, p, 1, out, Some(qs.as_ptr()));
+                    panels_at(w, a, p, 1, out, Some(qs.as_ptr()), (w, p));
                 }
                 continue;
             }
@@ -76,7 +77,7 @@ unsafe fn expanded<const VNNI: bool>(w: &QuantPacked, a: &Acts, p0: usize, np: u
                 if VNNI {
                     vnni_at(panel, a, 0, 1, out.panel(p), at)
                 } else {
-                    panels_at(panel, a, 0, 1, out.panel(p), at)
+                    panels_at(panel, a, 0, 1, out.panel(p), at, (w, p))
                 }
             };
         }
@@ -105,12 +106,14 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
         return unsafe { expanded::<false>(w, a, p0, np, out) };
     }
     // SAFETY: the contract.
-    unsafe { panels_at(w, a, p0, np, out, None) }
+    unsafe { panels_at(w, a, p0, np, out, None, (w, p0)) }
 }
 
 /// [`quant_panels`] over a matrix it reads as held, the byte form's weights of panel
 /// `p0 + r` read at `at + r * 16k` instead of `w`'s panels when `at` is given (so also over
-/// a matrix in bit planes without 16-bit constants, its weights rebuilt at `at`).
+/// a matrix in bit planes without 16-bit constants, its weights rebuilt at `at`). `ahead`:
+/// the matrix as held and the index there of panel `p0` (`w` may be a rebuilt copy): the
+/// tiles of each panel prefetch the held panel after it ([`Prefetch`]).
 ///
 /// # Safety
 /// As [`quant_panels`]; `reads_held(w)`, or `w` planar without `half` and `at` given; `at`,
@@ -123,6 +126,7 @@ unsafe fn panels_at(
     np: usize,
     out: Out,
     at: Option<*const i8>,
+    ahead: (&QuantPacked, usize),
 ) {
     debug_assert!(
         (reads_held(w) || at.is_some() && w.planar && !w.half) && (at.is_none() || !w.nib())
@@ -138,6 +142,8 @@ unsafe fn panels_at(
         ($p:expr, $tt:expr, $sub:literal, $sc:literal, $mins:literal, $sign:literal, $nib:literal, $small:literal) => {{
             // SAFETY: `at` holds panel p - p0 when given (the contract).
             let src = unsafe { weights_at(w, $p, p0, at) };
+            let steps = out.t.div_ceil($tt) * (w.k / $sub);
+            let mut pf = Prefetch::panels(ahead.0, ahead.1 + ($p - p0) + 1, 1, steps);
             let mut t0 = 0;
             while t0 < out.t {
                 let tt = (out.t - t0).min($tt);
@@ -145,16 +151,16 @@ unsafe fn panels_at(
                 unsafe {
                     match tt {
                         4 => tile_madd::<4, $sub, $sc, $mins, $sign, $nib, $small>(
-                            w, a, $p, t0, out, src,
+                            w, a, $p, t0, out, src, &mut pf,
                         ),
                         3 => tile_madd::<3, $sub, $sc, $mins, $sign, $nib, $small>(
-                            w, a, $p, t0, out, src,
+                            w, a, $p, t0, out, src, &mut pf,
                         ),
                         2 => tile_madd::<2, $sub, $sc, $mins, $sign, $nib, $small>(
-                            w, a, $p, t0, out, src,
+                            w, a, $p, t0, out, src, &mut pf,
                         ),
                         _ => tile_madd::<1, $sub, $sc, $mins, $sign, $nib, $small>(
-                            w, a, $p, t0, out, src,
+                            w, a, $p, t0, out, src, &mut pf,
                         ),
                     }
                 }
@@ -253,7 +259,8 @@ unsafe fn vnni_at(
 /// straight into one i32 accumulator per block; narrow weights first add two `vpmaddubsw`
 /// results (8 weights per row) in i16. `SIGN`: the sign trick for wide weights, no bias.
 /// `NIB`: Q4_K's small form, the two lines of those 8 weights in one line of nibbles; the
-/// small form's i8 scales (any type) are widened when loaded.
+/// small form's i8 scales (any type) are widened when loaded. Each sub-block issues a step
+/// of `pf`.
 ///
 /// # Safety
 /// AVX2; `p < w.panels`, `t0 + T <= out.t`, `a` prepared for `w`; `src` holds panel `p`'s
@@ -274,6 +281,7 @@ unsafe fn tile_madd<
     t0: usize,
     out: Out,
     qs: *const i8,
+    pf: &mut Prefetch,
 ) {
     let k = w.k;
     let block = w.kind.block();
@@ -292,6 +300,7 @@ unsafe fn tile_madd<
         for b in 0..nblk {
             let mut bacc = [[_mm256_setzero_si256(); T]; 2];
             for s in 0..nsub {
+                pf.step();
                 // Each row's scale as an i16 pair, the multiplier of `vpmaddwd`.
                 let sc16: [__m256i; 2] = if SCALES {
                     let at = ((p * nblk + b) * nsub + s) * PANEL;

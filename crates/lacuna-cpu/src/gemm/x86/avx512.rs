@@ -131,7 +131,7 @@ unsafe fn widened(w: &QuantPacked, a: &Acts, p0: usize, np: usize, out: Out) {
         // SAFETY: the contract; `wide` holds the constants of panels p0.. of `w` as panels
         // 0.., in the byte form, and their weights (or `at` does); the view starts at column
         // p0 * 16 of `out`.
-        unsafe { panels_at(wide, a, 0, np, out.panels_from(p0), at) }
+        unsafe { panels_at(wide, a, 0, np, out.panels_from(p0), at, (w, p0)) }
     })
 }
 
@@ -181,11 +181,13 @@ pub(crate) unsafe fn quant_panels(w: &QuantPacked, a: &Acts, p0: usize, np: usiz
         return unsafe { widened(w, a, p0, np, out) };
     }
     // SAFETY: the contract.
-    unsafe { panels_at(w, a, p0, np, out, None) }
+    unsafe { panels_at(w, a, p0, np, out, None, (w, p0)) }
 }
 
 /// [`quant_panels`], the byte form's weights of panel `p0 + r` read at `at + r * 16k`
-/// instead of `w`'s panels when `at` is given.
+/// instead of `w`'s panels when `at` is given. `ahead`: the matrix as held and the index
+/// there of panel `p0` (`w` may be a widened copy): the tiles prefetch the `np` held panels
+/// after these ([`Prefetch`]).
 ///
 /// # Safety
 /// As [`quant_panels`]; `at`, when given, holds `np` byte-form panels of `w`'s `k`, and `w`
@@ -198,6 +200,7 @@ unsafe fn panels_at(
     np: usize,
     out: Out,
     at: Option<*const i8>,
+    ahead: (&QuantPacked, usize),
 ) {
     // Token tiles over panels whose weights start at `src`, `stride` bytes a panel.
     macro_rules! run {
@@ -205,7 +208,7 @@ unsafe fn panels_at(
             let (src, stride): (*const i8, usize) = ($src, $stride);
             // The next panels (of this thread, mostly) fetched over this pair's tiles.
             let tiles = out.t.div_ceil(tile_tokens());
-            let mut pf = Prefetch::panels(w, p0 + np, np, tiles * (w.k / $sub));
+            let mut pf = Prefetch::panels(ahead.0, ahead.1 + np, np, tiles * (w.k / $sub));
             let mut t0 = 0;
             while t0 < out.t {
                 let tt = balanced(out.t - t0, tile_tokens());

@@ -13,7 +13,7 @@ use core::arch::x86_64::{_MM_HINT_T1, _mm_prefetch};
 use crate::packed::QuantPacked;
 
 /// The most arrays of a matrix that hold per-panel bytes (weights and constants).
-const REGIONS: usize = 8;
+const REGIONS: usize = 11;
 
 /// Cache lines of some panels of a matrix, issued a few at a time by [`Prefetch::step`].
 pub(super) struct Prefetch {
@@ -59,7 +59,7 @@ impl Prefetch {
             let bytes = (end - p) * per_panel;
             // Whole lines: the first may start mid-line.
             let lines = (first as usize % 64 + bytes).div_ceil(64);
-            pf.regions[pf.n] = ((first as usize & !63) as *const u8, lines);
+            pf.regions[pf.n] = (first.wrapping_sub(first as usize % 64), lines);
             pf.n += 1;
         };
         add(w.qs.as_ptr().cast(), w.qs.len(), 1);
@@ -70,8 +70,9 @@ impl Prefetch {
         add(w.mins.as_ptr().cast(), w.mins.len(), 2);
         add(w.mins8.as_ptr().cast(), w.mins8.len(), 1);
         add(w.d.as_ptr().cast(), w.d.len(), 4);
-        debug_assert!(pf.n <= REGIONS);
-        // `d16`/`e8` and `dmin` are small enough for the hardware to fetch on demand.
+        add(w.dmin.as_ptr().cast(), w.dmin.len(), 4);
+        add(w.d16.as_ptr().cast(), w.d16.len(), 2);
+        add(w.e8.as_ptr(), w.e8.len(), 1);
         let lines: usize = pf.regions[..pf.n].iter().map(|r| r.1).sum();
         pf.per_step = lines.div_ceil(steps);
         pf
@@ -125,6 +126,8 @@ mod tests {
             (GgmlType::Q4_K, Form::Small),
             (GgmlType::Q6_K, Form::Planar),
             (GgmlType::Q8_0, Form::Half),
+            (GgmlType::MXFP4, Form::Half),
+            (GgmlType::Q5_K, Form::Bytes),
         ] {
             let bytes = weights(ty, n, k, &mut rng, 1.0);
             let w = PackedWeight::new_with(ty, n, k, &bytes, form).unwrap();
@@ -163,6 +166,9 @@ mod tests {
                 lines(q.mins.as_ptr().cast(), q.mins.len(), 2);
                 lines(q.mins8.as_ptr().cast(), q.mins8.len(), 1);
                 lines(q.d.as_ptr().cast(), q.d.len(), 4);
+                lines(q.dmin.as_ptr().cast(), q.dmin.len(), 4);
+                lines(q.d16.as_ptr().cast(), q.d16.len(), 2);
+                lines(q.e8.as_ptr(), q.e8.len(), 1);
                 assert!(!want.is_empty() || p >= q.panels);
                 assert_eq!(issued, want, "{ty:?} {form:?} panels {p}+{np}");
             }

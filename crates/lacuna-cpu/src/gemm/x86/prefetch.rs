@@ -29,7 +29,7 @@ pub(super) struct Prefetch {
 
 impl Prefetch {
     /// Nothing to prefetch.
-    pub(super) fn none() -> Prefetch {
+    fn none() -> Prefetch {
         Prefetch {
             regions: [(std::ptr::null(), 0); REGIONS],
             n: 0,

@@ -254,13 +254,15 @@ fn small_by_panels(path: Path, w: &QuantPacked, acts: &Acts, out: Out) {
 }
 
 /// Whether `path`'s float kernel reads F16/BF16 weights held narrow
-/// ([`FloatPacked::w16`]): the AVX-512 one (AVX-512 VNNI and AMX) and the AVX2 one where the
-/// CPU has F16C (every AVX2 CPU made so far), the paths packing holds them so for.
+/// ([`FloatPacked::w16`]): the AVX-512 one (AVX-512 VNNI and AMX), the AVX2 one where the
+/// CPU has F16C (every AVX2 CPU made so far) and the NEON one, the paths packing holds them
+/// so for.
 fn reads_narrow_float(path: Path) -> bool {
     match path {
         Path::Avx512Vnni | Path::Amx => true,
         #[cfg(target_arch = "x86_64")]
         Path::Avx2 | Path::AvxVnni => std::arch::is_x86_feature_detected!("f16c"),
+        Path::Neon | Path::NeonDot | Path::NeonI8mm => true,
         _ => false,
     }
 }

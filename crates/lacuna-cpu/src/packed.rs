@@ -49,8 +49,9 @@
 //! of 12.25).
 
 //! Float weights (F32, F16, BF16) are widened to f32 `[panel][k][16]`; in the small forms
-//! (AVX-512 VNNI, AMX and AVX2: [`small_for`]) F16 and BF16 keep the file's 16 bits in that
-//! layout ([`FloatPacked::w16`]) and the float kernels widen them as they load them.
+//! (AVX-512 VNNI, AMX and AVX2: [`small_for`]) and on aarch64 (NEON) F16 and BF16 keep the
+//! file's 16 bits in that layout ([`FloatPacked::w16`]) and the float kernels widen them as
+//! they load them.
 
 use lacuna_quant::GgmlType;
 use rayon::prelude::*;
@@ -166,7 +167,16 @@ impl PackedWeight {
             return Err(Error::UnsupportedType { ty });
         }
         let row_bytes = check_bytes(ty, n, k, bytes)?;
-        PackedWeight::pack(ty, n, k, bytes, row_bytes, Form::active())
+        let form = Form::active();
+        PackedWeight::pack(
+            ty,
+            n,
+            k,
+            bytes,
+            row_bytes,
+            form,
+            form.narrow_floats_active(),
+        )
     }
 
     /// [`PackedWeight::new`] in the form `form`, whatever the active path (tests run every
@@ -183,9 +193,10 @@ impl PackedWeight {
             return Err(Error::UnsupportedType { ty });
         }
         let row_bytes = check_bytes(ty, n, k, bytes)?;
-        PackedWeight::pack(ty, n, k, bytes, row_bytes, form)
+        PackedWeight::pack(ty, n, k, bytes, row_bytes, form, form != Form::Bytes)
     }
 
+    /// `narrow_floats`: F16 and BF16 keep the file's bits ([`FloatPacked::w16`]).
     fn pack(
         ty: GgmlType,
         n: usize,
@@ -193,10 +204,11 @@ impl PackedWeight {
         bytes: &[u8],
         row_bytes: usize,
         form: Form,
+        narrow_floats: bool,
     ) -> Result<PackedWeight, Error> {
         let inner = match QuantKind::of(ty) {
             Some(kind) => Inner::Quant(pack_quant(kind, n, k, bytes, row_bytes, form)),
-            None => Inner::Float(pack_float(ty, n, k, bytes, form != Form::Bytes)),
+            None => Inner::Float(pack_float(ty, n, k, bytes, narrow_floats)),
         };
         Ok(PackedWeight { ty, n, k, inner })
     }
@@ -206,22 +218,26 @@ impl PackedWeight {
     /// anything: what a loader weighs against the memory available. `None` where `new`
     /// would refuse the type or the shape.
     pub fn repacked_bytes(ty: GgmlType, n: usize, k: usize) -> Option<usize> {
-        PackedWeight::repacked_bytes_with(ty, n, k, Form::active())
+        let form = Form::active();
+        PackedWeight::repacked_bytes_with(ty, n, k, form, form.narrow_floats_active())
     }
 
+    /// [`PackedWeight::repacked_bytes`] in the form `form`, F16 and BF16 held narrow when
+    /// `narrow_floats` (as [`PackedWeight::pack`] takes them).
     pub(crate) fn repacked_bytes_with(
         ty: GgmlType,
         n: usize,
         k: usize,
         form: Form,
+        narrow_floats: bool,
     ) -> Option<usize> {
         if !PackedWeight::supports(ty) || n == 0 || k == 0 || !k.is_multiple_of(ty.block_size()) {
             return None;
         }
         let rows = n.div_ceil(PANEL).checked_mul(PANEL)?;
         let Some(kind) = QuantKind::of(ty) else {
-            // F16 and BF16 as the file's bits in the small forms ([`FloatPacked::w16`]).
-            let narrow = form != Form::Bytes && ty.type_size() == 2;
+            // F16 and BF16 as the file's bits ([`FloatPacked::w16`]).
+            let narrow = narrow_floats && ty.type_size() == 2;
             return rows.checked_mul(k)?.checked_mul(if narrow { 2 } else { 4 });
         };
         // As `pack_quant` and `QuantPacked::zeroed` lay it out.
@@ -601,6 +617,13 @@ impl Form {
             Ok(path) if small_for(path) => Form::Small,
             _ => Form::Bytes,
         }
+    }
+
+    /// Whether [`PackedWeight::new`] holds F16 and BF16 weights narrow with this form (the
+    /// active one): wherever the small forms are held, and on aarch64, whose NEON float
+    /// kernel reads them narrow too (the scalar path there widens two panels at a time).
+    fn narrow_floats_active(self) -> bool {
+        self != Form::Bytes || cfg!(target_arch = "aarch64")
     }
 
     /// Whether this form holds planes and level indices ([`Form::Planar`], [`Form::Half`]).

@@ -12,7 +12,7 @@
 use std::arch::aarch64::*;
 use std::arch::asm;
 
-use crate::acts::Acts;
+use crate::acts::{Acts, FloatRound};
 use crate::blocks::QuantKind;
 use crate::out::Out;
 use crate::packed::{FloatPacked, PANEL, QuantPacked};
@@ -376,12 +376,43 @@ unsafe fn store_panel<const T: usize>(out: Out, t0: usize, p: usize, rows: &[[fl
 }
 
 /// NEON float GEMM over panels `p0..p0 + np` (added to `out` when `ACC`): `fmla`, the
-/// fused multiply-add of the scalar path's `mul_add`.
+/// fused multiply-add of the scalar path's `mul_add`. F16 and BF16 weights held as 16 bits
+/// ([`FloatPacked::w16`]) are widened line by line as they are loaded (exactly: the f32
+/// form's values, so its results), so they stay the file's size in memory.
 ///
 /// # Safety
 /// See [`crate::gemm::FloatKernel`]; needs NEON.
 #[target_feature(enable = "neon")]
 pub(crate) unsafe fn float_panels<const ACC: bool>(
+    w: &FloatPacked,
+    x: &[f32],
+    p0: usize,
+    np: usize,
+    out: Out,
+) {
+    // SAFETY: the caller's contract; `W` names the form `w` holds.
+    unsafe {
+        if w.w16.is_empty() {
+            float_tiles::<ACC, F32>(w, x, p0, np, out)
+        } else if w.round == FloatRound::Bf16 {
+            float_tiles::<ACC, BF16>(w, x, p0, np, out)
+        } else {
+            float_tiles::<ACC, F16>(w, x, p0, np, out)
+        }
+    }
+}
+
+/// [`ftile`]'s weights: f32 (`FloatPacked::w`), or f16 / bf16 bits (`FloatPacked::w16`).
+const F32: u8 = 0;
+const F16: u8 = 1;
+const BF16: u8 = 2;
+
+/// The token tiles of panels `p0..p0 + np` over weights of the form `W`.
+///
+/// # Safety
+/// As [`ftile`].
+#[target_feature(enable = "neon")]
+unsafe fn float_tiles<const ACC: bool, const W: u8>(
     w: &FloatPacked,
     x: &[f32],
     p0: usize,
@@ -395,10 +426,10 @@ pub(crate) unsafe fn float_panels<const ACC: bool>(
             // SAFETY: the caller's contract; tile bounds checked here.
             unsafe {
                 match tt {
-                    4 => ftile::<4, ACC>(w, x, p, t0, out),
-                    3 => ftile::<3, ACC>(w, x, p, t0, out),
-                    2 => ftile::<2, ACC>(w, x, p, t0, out),
-                    _ => ftile::<1, ACC>(w, x, p, t0, out),
+                    4 => ftile::<4, ACC, W>(w, x, p, t0, out),
+                    3 => ftile::<3, ACC, W>(w, x, p, t0, out),
+                    2 => ftile::<2, ACC, W>(w, x, p, t0, out),
+                    _ => ftile::<1, ACC, W>(w, x, p, t0, out),
                 }
             }
             t0 += tt;
@@ -406,10 +437,27 @@ pub(crate) unsafe fn float_panels<const ACC: bool>(
     }
 }
 
+/// Four f16 values (bits at `p`) widened to f32 with `fcvtl` (base AdvSIMD; exact).
+///
 /// # Safety
-/// NEON; `p < w.panels`, `t0 + T <= out.t`, `x` is `out.t x w.k`.
+/// NEON; 4 readable `u16` at `p`.
+#[inline(always)]
+unsafe fn f16x4(p: *const u16) -> float32x4_t {
+    let wide: float32x4_t;
+    // SAFETY: 8 readable bytes at `p` (the contract); `fcvtl` only reads and writes these
+    // registers. Its intrinsic (`vcvt_f32_f16`) needs the unstable f16 vector types.
+    unsafe {
+        let h = vld1_u16(p);
+        asm!("fcvtl {o:v}.4s, {i:v}.4h", o = lateout(vreg) wide, i = in(vreg) h,
+             options(pure, nomem, nostack, preserves_flags));
+    }
+    wide
+}
+
+/// # Safety
+/// NEON; `p < w.panels`, `t0 + T <= out.t`, `x` is `out.t x w.k`; `W` is `w`'s form.
 #[target_feature(enable = "neon")]
-unsafe fn ftile<const T: usize, const ACC: bool>(
+unsafe fn ftile<const T: usize, const ACC: bool, const W: u8>(
     w: &FloatPacked,
     x: &[f32],
     p: usize,
@@ -418,7 +466,17 @@ unsafe fn ftile<const T: usize, const ACC: bool>(
 ) {
     let k = w.k;
     debug_assert!(p < w.panels && x.len() >= (t0 + T) * k);
-    let wp = w.w[p * PANEL * k..].as_ptr();
+    debug_assert!((W == F32) == w.w16.is_empty());
+    let wp = if W == F32 {
+        w.w[p * PANEL * k..].as_ptr()
+    } else {
+        std::ptr::null()
+    };
+    let wh = if W == F32 {
+        std::ptr::null()
+    } else {
+        w.w16[p * PANEL * k..].as_ptr()
+    };
     let xp: [*const f32; T] = std::array::from_fn(|t| x[(t0 + t) * k..].as_ptr());
     let valid = out.valid(p);
     let mut acc = [[vdupq_n_f32(0.0); 4]; T];
@@ -435,10 +493,20 @@ unsafe fn ftile<const T: usize, const ACC: bool>(
         }
     }
     for kk in 0..k {
-        // SAFETY: kk < k: one 16-float line of the panel and one float per token row.
+        // SAFETY: kk < k: one 16-weight line of the panel (f32 or 16-bit, as `W` says) and
+        // one float per token row.
         unsafe {
-            let wv: [float32x4_t; 4] =
-                std::array::from_fn(|i| vld1q_f32(wp.add(kk * PANEL + 4 * i)));
+            let mut wv = [vdupq_n_f32(0.0); 4];
+            for (i, v) in wv.iter_mut().enumerate() {
+                *v = match W {
+                    F32 => vld1q_f32(wp.add(kk * PANEL + 4 * i)),
+                    F16 => f16x4(wh.add(kk * PANEL + 4 * i)),
+                    // bf16 is the top half of an f32.
+                    _ => vreinterpretq_f32_u32(vshll_n_u16::<16>(vld1_u16(
+                        wh.add(kk * PANEL + 4 * i),
+                    ))),
+                };
+            }
             for t in 0..T {
                 let xb = vdupq_n_f32(*xp[t].add(kk));
                 for i in 0..4 {

@@ -494,10 +494,28 @@ fn mxfp4_exponent_bytes_fold_as_the_byte_form() {
     }
 }
 
+/// On aarch64 [`PackedWeight::new`] holds F16 and BF16 weights at the file's size (the NEON
+/// float kernel reads them narrow), and [`PackedWeight::repacked_bytes`] says so beforehand.
+#[cfg(target_arch = "aarch64")]
+#[test]
+fn aarch64_holds_half_floats_narrow() {
+    let mut rng = Rng(0xa64);
+    for ty in [GgmlType::F16, GgmlType::BF16] {
+        let (n, k) = (33, 64);
+        let bytes = weights(ty, n, k, &mut rng, 1.0);
+        let w = PackedWeight::new(ty, n, k, &bytes).unwrap();
+        assert_eq!(w.packed_bytes(), 48 * k * 2, "{ty}");
+        assert_eq!(
+            PackedWeight::repacked_bytes(ty, n, k),
+            Some(w.packed_bytes())
+        );
+    }
+}
+
 /// F16 and BF16 weights held as the file's bits (the planar forms, [`crate::packed::FloatPacked::w16`])
 /// give on every path the bits of the same weights widened to f32 at packing, over ragged
-/// rows and token counts (the AVX-512 kernel reads them narrow; the others widen two panels
-/// at a time).
+/// rows and token counts (the AVX-512, AVX2 and NEON kernels read them narrow; the scalar
+/// path widens two panels at a time).
 #[test]
 fn narrow_float_weights_equal_widened_ones() {
     let mut rng = Rng(0xf16);

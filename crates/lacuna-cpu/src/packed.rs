@@ -142,6 +142,17 @@ pub(crate) struct QuantPacked {
     pub(crate) dmin16: Vec<u16>,
 }
 
+/// The weight forms of a [`FloatPacked`], as the float kernels name them in a const
+/// parameter: f32 ([`FloatPacked::w`]), or f16 / bf16 bits ([`FloatPacked::w16`]).
+pub(crate) mod wform {
+    /// f32 weights.
+    pub(crate) const F32: u8 = 0;
+    /// f16 bits.
+    pub(crate) const F16: u8 = 1;
+    /// bf16 bits.
+    pub(crate) const BF16: u8 = 2;
+}
+
 /// Float weights widened to f32, `[panel][k][16]`, or kept narrow.
 #[derive(Debug, Clone)]
 pub(crate) struct FloatPacked {
@@ -1353,6 +1364,20 @@ impl FloatPacked {
             w: Vec::new(),
             w16: Vec::new(),
             round: FloatRound::None,
+        }
+    }
+
+    /// Where panel `p` starts: in [`FloatPacked::w`], or in [`FloatPacked::w16`] when the
+    /// matrix is held narrow; the other pointer is null.
+    ///
+    /// # Panics
+    /// If panel `p` is not held.
+    pub(crate) fn panel_ptrs(&self, p: usize) -> (*const f32, *const u16) {
+        let at = p * PANEL * self.k;
+        if self.w16.is_empty() {
+            (self.w[at..].as_ptr(), std::ptr::null())
+        } else {
+            (std::ptr::null(), self.w16[at..].as_ptr())
         }
     }
 

@@ -15,6 +15,7 @@ use std::arch::asm;
 use crate::acts::{Acts, FloatRound};
 use crate::blocks::QuantKind;
 use crate::out::Out;
+use crate::packed::wform::{BF16, F16, F32};
 use crate::packed::{FloatPacked, PANEL, QuantPacked};
 
 /// Tokens per float tile (16 accumulators of the 32 vector registers).
@@ -402,11 +403,6 @@ pub(crate) unsafe fn float_panels<const ACC: bool>(
     }
 }
 
-/// [`ftile`]'s weights: f32 (`FloatPacked::w`), or f16 / bf16 bits (`FloatPacked::w16`).
-const F32: u8 = 0;
-const F16: u8 = 1;
-const BF16: u8 = 2;
-
 /// The token tiles of panels `p0..p0 + np` over weights of the form `W`.
 ///
 /// # Safety
@@ -467,16 +463,7 @@ unsafe fn ftile<const T: usize, const ACC: bool, const W: u8>(
     let k = w.k;
     debug_assert!(p < w.panels && x.len() >= (t0 + T) * k);
     debug_assert!((W == F32) == w.w16.is_empty());
-    let wp = if W == F32 {
-        w.w[p * PANEL * k..].as_ptr()
-    } else {
-        std::ptr::null()
-    };
-    let wh = if W == F32 {
-        std::ptr::null()
-    } else {
-        w.w16[p * PANEL * k..].as_ptr()
-    };
+    let (wp, wh) = w.panel_ptrs(p);
     let xp: [*const f32; T] = std::array::from_fn(|t| x[(t0 + t) * k..].as_ptr());
     let valid = out.valid(p);
     let mut acc = [[vdupq_n_f32(0.0); 4]; T];

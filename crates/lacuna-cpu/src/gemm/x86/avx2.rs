@@ -12,6 +12,7 @@ use crate::acts::{Acts, FloatRound};
 use crate::blocks::QuantKind;
 use crate::out::Out;
 use crate::packed::expand_x86::{expand_panel_into, expand_weights};
+use crate::packed::wform::{BF16, F16, F32};
 use crate::packed::{FloatPacked, PANEL, QuantPacked};
 
 /// Whether [`quant_panels`] reads `w` as it is held: the byte form, and the small form but
@@ -616,11 +617,6 @@ unsafe fn float_tiles<const ACC: bool, const W: u8>(
     }
 }
 
-/// [`ftile`]'s weights: f32 (`FloatPacked::w`), or f16 / bf16 bits (`FloatPacked::w16`).
-const F32: u8 = 0;
-const F16: u8 = 1;
-const BF16: u8 = 2;
-
 /// [`float_panels`] over F16 or BF16 weights held as 16 bits ([`FloatPacked::w16`]), each
 /// line widened as it is loaded (exactly: the f32 form's values and results).
 ///
@@ -658,16 +654,7 @@ unsafe fn ftile<const T: usize, const ACC: bool, const W: u8>(
     let k = w.k;
     debug_assert!(p < w.panels && x.len() >= (t0 + T) * k);
     debug_assert!((W == F32) == w.w16.is_empty());
-    let wp = if W == F32 {
-        w.w[p * PANEL * k..].as_ptr()
-    } else {
-        std::ptr::null()
-    };
-    let wh = if W == F32 {
-        std::ptr::null()
-    } else {
-        w.w16[p * PANEL * k..].as_ptr()
-    };
+    let (wp, wh) = w.panel_ptrs(p);
     let xp: [*const f32; T] = std::array::from_fn(|t| x[(t0 + t) * k..].as_ptr());
     // SAFETY: AVX2 is enabled in every caller of this inlined body (the contract).
     let mut acc = [[unsafe { _mm256_setzero_ps() }; T]; 2];

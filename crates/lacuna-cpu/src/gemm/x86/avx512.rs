@@ -9,6 +9,7 @@ use crate::acts::Acts;
 use crate::acts::FloatRound;
 use crate::blocks::QuantKind;
 use crate::out::Out;
+use crate::packed::wform::{BF16, F16, F32};
 use crate::packed::{BITS5_SIGNED, FloatPacked, PANEL, QuantPacked, levels, planes};
 
 /// Tokens per register tile (at most 6: the tiles the kernel instantiates). 2 panels x 6
@@ -938,11 +939,6 @@ pub(crate) unsafe fn float_panels<const ACC: bool>(
     }
 }
 
-/// [`ftile`]'s weights: f32 (`FloatPacked::w`), or f16 / bf16 bits (`FloatPacked::w16`).
-const F32: u8 = 0;
-const F16: u8 = 1;
-const BF16: u8 = 2;
-
 /// [`float_panels`] over weights of the form `W` ([`F32`], [`F16`], [`BF16`]).
 ///
 /// # Safety
@@ -993,20 +989,8 @@ unsafe fn ftile<const R: usize, const T: usize, const ACC: bool, const W: u8>(
     let k = w.k;
     debug_assert!(p0 + R <= w.panels && x.len() >= (t0 + T) * k);
     debug_assert!((W == F32) == w.w16.is_empty());
-    let wp: [*const f32; R] = std::array::from_fn(|r| {
-        if W == F32 {
-            w.w[(p0 + r) * PANEL * k..].as_ptr()
-        } else {
-            std::ptr::null()
-        }
-    });
-    let wh: [*const u16; R] = std::array::from_fn(|r| {
-        if W == F32 {
-            std::ptr::null()
-        } else {
-            w.w16[(p0 + r) * PANEL * k..].as_ptr()
-        }
-    });
+    let wp: [*const f32; R] = std::array::from_fn(|r| w.panel_ptrs(p0 + r).0);
+    let wh: [*const u16; R] = std::array::from_fn(|r| w.panel_ptrs(p0 + r).1);
     let xp: [*const f32; T] = std::array::from_fn(|t| x[(t0 + t) * k..].as_ptr());
     let mut acc = [[_mm512_setzero_ps(); T]; R];
     if ACC {

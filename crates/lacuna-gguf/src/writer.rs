@@ -81,6 +81,11 @@ impl GgufWriter {
         Ok(self)
     }
 
+    /// The metadata added so far, in insertion order.
+    pub fn metadata(&self) -> &Metadata {
+        &self.metadata
+    }
+
     /// Adds a metadata entry. Duplicate keys are an error; `general.alignment` must be a
     /// power-of-two u32 and sets the alignment.
     pub fn add_metadata(&mut self, key: &str, value: impl Into<Value>) -> Result<&mut Self> {

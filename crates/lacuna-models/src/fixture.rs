@@ -427,11 +427,64 @@ fn vector(rng: &mut Rng, n: usize, mean: f32, sigma: f32) -> Vec<u8> {
         .collect()
 }
 
+/// Where a tensor's bytes are drawn from: called at most once, and not at all by a hook
+/// that only wants the file's shapes.
+type Draw<'a> = &'a mut dyn FnMut() -> Result<Vec<u8>>;
+
+/// What is given each tensor in turn: its name, dims, type and the draw of its bytes.
+type Hook<'h> = &'h mut dyn FnMut(&str, &[u64], GgmlType, Draw<'_>) -> Result<()>;
+
+/// Where the generator puts the file: metadata always into `file`, each tensor into
+/// `file` too, or to `hook` instead (so that a preset can quantize the tensors one at a
+/// time, never holding the model in F32).
+struct Out<'h> {
+    file: GgufWriter,
+    hook: Option<Hook<'h>>,
+}
+
+impl Out<'_> {
+    fn meta(&mut self, key: &str, value: impl Into<lacuna_gguf::Value>) -> Result<()> {
+        self.file.add_metadata(key, value)?;
+        Ok(())
+    }
+
+    fn tensor(
+        &mut self,
+        name: &str,
+        dims: &[u64],
+        ty: GgmlType,
+        mut draw: impl FnMut() -> Result<Vec<u8>>,
+    ) -> Result<()> {
+        match &mut self.hook {
+            Some(hook) => hook(name, dims, ty, &mut draw),
+            None => {
+                self.file.add_tensor(name, dims, ty, draw()?)?;
+                Ok(())
+            }
+        }
+    }
+}
+
 /// Builds the fixture `spec` describes, ready to write.
 pub fn build(spec: &FixtureSpec) -> Result<GgufWriter> {
+    build_with(spec, None)
+}
+
+/// The fixture's metadata, and its tensors too unless `hook` takes them.
+fn build_with(spec: &FixtureSpec, hook: Option<Hook<'_>>) -> Result<GgufWriter> {
+    let mut out = Out {
+        file: GgufWriter::new(),
+        hook,
+    };
     if spec.arch == Arch::DiffusionGemma {
-        return gemma::build(spec);
+        gemma::build(spec, &mut out)?;
+    } else {
+        build_into(spec, &mut out)?;
     }
+    Ok(out.file)
+}
+
+fn build_into(spec: &FixtureSpec, w: &mut Out<'_>) -> Result<()> {
     let d = spec.dims;
     if d.n_embd % 256 != 0 || d.n_head == 0 || d.n_head_kv == 0 || d.n_head % d.n_head_kv != 0 {
         return Err(Error::Fixture(
@@ -454,23 +507,22 @@ pub fn build(spec: &FixtureSpec) -> Result<GgufWriter> {
     };
     let key = |s: &str| format!("{arch}.{s}");
     let hd = d.head();
-    let mut w = GgufWriter::new();
-    w.add_metadata("general.architecture", arch)?;
-    w.add_metadata(
+    w.meta("general.architecture", arch)?;
+    w.meta(
         "general.name",
         format!("lacuna fixture {arch} {}", spec.quant.name()).as_str(),
     )?;
-    w.add_metadata("general.file_type", 1u32)?;
-    w.add_metadata(&key("vocab_size"), d.n_vocab as u32)?;
-    w.add_metadata(&key("context_length"), 4096u32)?;
-    w.add_metadata(&key("embedding_length"), d.n_embd as u32)?;
-    w.add_metadata(&key("block_count"), spec.n_layer as u32)?;
-    w.add_metadata(&key("feed_forward_length"), d.n_ff as u32)?;
-    w.add_metadata(&key("attention.head_count"), d.n_head as u32)?;
-    w.add_metadata(&key("attention.head_count_kv"), d.n_head_kv as u32)?;
+    w.meta("general.file_type", 1u32)?;
+    w.meta(&key("vocab_size"), d.n_vocab as u32)?;
+    w.meta(&key("context_length"), 4096u32)?;
+    w.meta(&key("embedding_length"), d.n_embd as u32)?;
+    w.meta(&key("block_count"), spec.n_layer as u32)?;
+    w.meta(&key("feed_forward_length"), d.n_ff as u32)?;
+    w.meta(&key("attention.head_count"), d.n_head as u32)?;
+    w.meta(&key("attention.head_count_kv"), d.n_head_kv as u32)?;
     if d.head_dim != 0 {
-        w.add_metadata(&key("attention.key_length"), hd as u32)?;
-        w.add_metadata(&key("attention.value_length"), hd as u32)?;
+        w.meta(&key("attention.key_length"), hd as u32)?;
+        w.meta(&key("attention.value_length"), hd as u32)?;
     }
     let (base, eps) = match spec.arch {
         Arch::Llada => (500_000.0f32, 1e-5f32),
@@ -480,43 +532,43 @@ pub fn build(spec: &FixtureSpec) -> Result<GgufWriter> {
         Arch::Llada2 => (600_000.0, 1e-6),
         Arch::DiffusionGemma => unreachable!("built by fixture::gemma"),
     };
-    w.add_metadata(&key("rope.freq_base"), base)?;
-    w.add_metadata(&key("attention.layer_norm_rms_epsilon"), eps)?;
-    w.add_metadata(&key("rope.dimension_count"), d.rot() as u32)?;
+    w.meta(&key("rope.freq_base"), base)?;
+    w.meta(&key("attention.layer_norm_rms_epsilon"), eps)?;
+    w.meta(&key("rope.dimension_count"), d.rot() as u32)?;
     // LLaDA2's converter writes no causal key (its attention is block-causal).
     if spec.arch != Arch::Llada2 {
-        w.add_metadata(&key("attention.causal"), false)?;
+        w.meta(&key("attention.causal"), false)?;
     }
     if spec.arch.is_moe() {
-        w.add_metadata(&key("expert_count"), d.n_expert as u32)?;
-        w.add_metadata(&key("expert_used_count"), d.n_expert_used as u32)?;
-        w.add_metadata(&key("expert_feed_forward_length"), d.n_ff_exp as u32)?;
+        w.meta(&key("expert_count"), d.n_expert as u32)?;
+        w.meta(&key("expert_used_count"), d.n_expert_used as u32)?;
+        w.meta(&key("expert_feed_forward_length"), d.n_ff_exp as u32)?;
     }
     if spec.arch == Arch::Llada2 {
         // As the BailingMoE-v2 converter writes them (LLaDA2.0-mini: sigmoid gating,
         // normalised weights times 2.5, 8 groups of which 4 are used).
-        w.add_metadata(&key("leading_dense_block_count"), d.n_dense_lead as u32)?;
-        w.add_metadata(&key("expert_shared_count"), d.n_expert_shared as u32)?;
-        w.add_metadata(
+        w.meta(&key("leading_dense_block_count"), d.n_dense_lead as u32)?;
+        w.meta(&key("expert_shared_count"), d.n_expert_shared as u32)?;
+        w.meta(
             &key("expert_shared_feed_forward_length"),
             d.n_ff_shexp as u32,
         )?;
-        w.add_metadata(&key("expert_weights_scale"), 2.5f32)?;
-        w.add_metadata(&key("expert_weights_norm"), true)?;
-        w.add_metadata(&key("expert_gating_func"), 2u32)?;
-        w.add_metadata(&key("expert_group_count"), d.n_group as u32)?;
-        w.add_metadata(&key("expert_group_used_count"), d.n_group_used as u32)?;
+        w.meta(&key("expert_weights_scale"), 2.5f32)?;
+        w.meta(&key("expert_weights_norm"), true)?;
+        w.meta(&key("expert_gating_func"), 2u32)?;
+        w.meta(&key("expert_group_count"), d.n_group as u32)?;
+        w.meta(&key("expert_group_used_count"), d.n_group_used as u32)?;
     }
     // Dream's and RND1's converters write no shift key (llama-diffusion-cli: shifted).
     if !matches!(spec.arch, Arch::Dream | Arch::Rnd1) {
-        w.add_metadata("diffusion.shift_logits", false)?;
+        w.meta("diffusion.shift_logits", false)?;
     }
-    vocab::add_vocab(&mut w, d.n_vocab, spec.mask_token_id())?;
+    vocab::add_vocab(&mut w.file, d.n_vocab, spec.mask_token_id())?;
 
     let mut rng = Rng(spec.seed ^ 0x1ACB_4A00);
     let (main, high) = (spec.quant.main(), spec.quant.high());
     let sig = |k: usize| 1.0 / (k as f32).sqrt();
-    let mat = |w: &mut GgufWriter,
+    let mat = |w: &mut Out<'_>,
                rng: &mut Rng,
                name: &str,
                ty: GgmlType,
@@ -524,22 +576,18 @@ pub fn build(spec: &FixtureSpec) -> Result<GgufWriter> {
                n: usize,
                sigma: f32|
      -> Result<()> {
-        let data = random_matrix(rng, ty, n, k, sigma)?;
-        w.add_tensor(name, &[k as u64, n as u64], ty, data)?;
-        Ok(())
+        w.tensor(name, &[k as u64, n as u64], ty, || {
+            random_matrix(rng, ty, n, k, sigma)
+        })
     };
-    let f32v = |w: &mut GgufWriter,
-                rng: &mut Rng,
-                name: &str,
-                n: usize,
-                mean: f32,
-                s: f32|
-     -> Result<()> {
-        w.add_tensor(name, &[n as u64], GgmlType::F32, vector(rng, n, mean, s))?;
-        Ok(())
-    };
+    let f32v =
+        |w: &mut Out<'_>, rng: &mut Rng, name: &str, n: usize, mean: f32, s: f32| -> Result<()> {
+            w.tensor(name, &[n as u64], GgmlType::F32, || {
+                Ok(vector(rng, n, mean, s))
+            })
+        };
     mat(
-        &mut w,
+        w,
         &mut rng,
         "token_embd.weight",
         main,
@@ -547,10 +595,10 @@ pub fn build(spec: &FixtureSpec) -> Result<GgufWriter> {
         d.n_vocab,
         1.0,
     )?;
-    f32v(&mut w, &mut rng, "output_norm.weight", d.n_embd, 1.0, 0.1)?;
+    f32v(w, &mut rng, "output_norm.weight", d.n_embd, 1.0, 0.1)?;
     if !spec.tied {
         mat(
-            &mut w,
+            w,
             &mut rng,
             "output.weight",
             high,
@@ -562,33 +610,25 @@ pub fn build(spec: &FixtureSpec) -> Result<GgufWriter> {
     let (q_dim, kv_dim) = (d.n_head * hd, d.n_head_kv * hd);
     for il in 0..spec.n_layer {
         let p = |s: &str| format!("blk.{il}.{s}");
-        f32v(&mut w, &mut rng, &p("attn_norm.weight"), d.n_embd, 1.0, 0.1)?;
+        f32v(w, &mut rng, &p("attn_norm.weight"), d.n_embd, 1.0, 0.1)?;
         if spec.arch.fused_qkv() {
             // Q and K rows at 2/sqrt(k), V rows at 1/sqrt(k), in one tensor: drawn as two
             // matrices of the same type, concatenated along the output rows.
-            let mut qk = random_matrix(
-                &mut rng,
-                main,
-                q_dim + kv_dim,
-                d.n_embd,
-                2.0 * sig(d.n_embd),
-            )?;
-            qk.extend(random_matrix(
-                &mut rng,
-                main,
-                kv_dim,
-                d.n_embd,
-                sig(d.n_embd),
-            )?);
-            w.add_tensor(
+            w.tensor(
                 &p("attn_qkv.weight"),
                 &[d.n_embd as u64, (q_dim + 2 * kv_dim) as u64],
                 main,
-                qk,
+                || {
+                    let sigma = sig(d.n_embd);
+                    let mut qk =
+                        random_matrix(&mut rng, main, q_dim + kv_dim, d.n_embd, 2.0 * sigma)?;
+                    qk.extend(random_matrix(&mut rng, main, kv_dim, d.n_embd, sigma)?);
+                    Ok(qk)
+                },
             )?;
         } else {
             mat(
-                &mut w,
+                w,
                 &mut rng,
                 &p("attn_q.weight"),
                 main,
@@ -597,7 +637,7 @@ pub fn build(spec: &FixtureSpec) -> Result<GgufWriter> {
                 2.0 * sig(d.n_embd),
             )?;
             mat(
-                &mut w,
+                w,
                 &mut rng,
                 &p("attn_k.weight"),
                 main,
@@ -606,7 +646,7 @@ pub fn build(spec: &FixtureSpec) -> Result<GgufWriter> {
                 2.0 * sig(d.n_embd),
             )?;
             mat(
-                &mut w,
+                w,
                 &mut rng,
                 &p("attn_v.weight"),
                 high,
@@ -616,16 +656,16 @@ pub fn build(spec: &FixtureSpec) -> Result<GgufWriter> {
             )?;
         }
         if spec.arch == Arch::Dream {
-            f32v(&mut w, &mut rng, &p("attn_q.bias"), q_dim, 0.0, 0.2)?;
-            f32v(&mut w, &mut rng, &p("attn_k.bias"), kv_dim, 0.0, 0.2)?;
-            f32v(&mut w, &mut rng, &p("attn_v.bias"), kv_dim, 0.0, 0.2)?;
+            f32v(w, &mut rng, &p("attn_q.bias"), q_dim, 0.0, 0.2)?;
+            f32v(w, &mut rng, &p("attn_k.bias"), kv_dim, 0.0, 0.2)?;
+            f32v(w, &mut rng, &p("attn_v.bias"), kv_dim, 0.0, 0.2)?;
         }
         if spec.arch.has_qk_norm() {
-            f32v(&mut w, &mut rng, &p("attn_q_norm.weight"), hd, 1.0, 0.1)?;
-            f32v(&mut w, &mut rng, &p("attn_k_norm.weight"), hd, 1.0, 0.1)?;
+            f32v(w, &mut rng, &p("attn_q_norm.weight"), hd, 1.0, 0.1)?;
+            f32v(w, &mut rng, &p("attn_k_norm.weight"), hd, 1.0, 0.1)?;
         }
         mat(
-            &mut w,
+            w,
             &mut rng,
             &p("attn_output.weight"),
             main,
@@ -633,15 +673,14 @@ pub fn build(spec: &FixtureSpec) -> Result<GgufWriter> {
             d.n_embd,
             0.5 * sig(q_dim),
         )?;
-        f32v(&mut w, &mut rng, &p("ffn_norm.weight"), d.n_embd, 1.0, 0.1)?;
+        f32v(w, &mut rng, &p("ffn_norm.weight"), d.n_embd, 1.0, 0.1)?;
         if spec.arch.is_moe() && il >= d.n_dense_lead {
             let (e, ff) = (d.n_expert, d.n_ff_exp);
-            let gate_inp = random_matrix(&mut rng, GgmlType::F32, e, d.n_embd, sig(d.n_embd))?;
-            w.add_tensor(
+            w.tensor(
                 &p("ffn_gate_inp.weight"),
                 &[d.n_embd as u64, e as u64],
                 GgmlType::F32,
-                gate_inp,
+                || random_matrix(&mut rng, GgmlType::F32, e, d.n_embd, sig(d.n_embd)),
             )?;
             for (name, ty, k, n) in [
                 ("ffn_gate_exps.weight", main, d.n_embd, ff),
@@ -653,16 +692,17 @@ pub fn build(spec: &FixtureSpec) -> Result<GgufWriter> {
                 } else {
                     sig(k)
                 };
-                let data = random_matrix(&mut rng, ty, n * e, k, sigma)?;
-                w.add_tensor(&p(name), &[k as u64, n as u64, e as u64], ty, data)?;
+                w.tensor(&p(name), &[k as u64, n as u64, e as u64], ty, || {
+                    random_matrix(&mut rng, ty, n * e, k, sigma)
+                })?;
             }
             if spec.arch == Arch::Llada2 {
                 // Selection bias of the size a trained router's correction has next to
                 // sigmoid probabilities.
-                f32v(&mut w, &mut rng, &p("exp_probs_b.bias"), e, 0.0, 0.05)?;
+                f32v(w, &mut rng, &p("exp_probs_b.bias"), e, 0.0, 0.05)?;
                 let sh = d.n_ff_shexp * d.n_expert_shared;
                 mat(
-                    &mut w,
+                    w,
                     &mut rng,
                     &p("ffn_gate_shexp.weight"),
                     main,
@@ -671,7 +711,7 @@ pub fn build(spec: &FixtureSpec) -> Result<GgufWriter> {
                     sig(d.n_embd),
                 )?;
                 mat(
-                    &mut w,
+                    w,
                     &mut rng,
                     &p("ffn_up_shexp.weight"),
                     main,
@@ -680,7 +720,7 @@ pub fn build(spec: &FixtureSpec) -> Result<GgufWriter> {
                     sig(d.n_embd),
                 )?;
                 mat(
-                    &mut w,
+                    w,
                     &mut rng,
                     &p("ffn_down_shexp.weight"),
                     high,
@@ -691,7 +731,7 @@ pub fn build(spec: &FixtureSpec) -> Result<GgufWriter> {
             }
         } else {
             mat(
-                &mut w,
+                w,
                 &mut rng,
                 &p("ffn_gate.weight"),
                 main,
@@ -700,7 +740,7 @@ pub fn build(spec: &FixtureSpec) -> Result<GgufWriter> {
                 sig(d.n_embd),
             )?;
             mat(
-                &mut w,
+                w,
                 &mut rng,
                 &p("ffn_up.weight"),
                 main,
@@ -709,7 +749,7 @@ pub fn build(spec: &FixtureSpec) -> Result<GgufWriter> {
                 sig(d.n_embd),
             )?;
             mat(
-                &mut w,
+                w,
                 &mut rng,
                 &p("ffn_down.weight"),
                 high,
@@ -719,19 +759,54 @@ pub fn build(spec: &FixtureSpec) -> Result<GgufWriter> {
             )?;
         }
     }
-    Ok(w)
+    Ok(())
 }
 
 /// The fixture of `spec` with F32 weights, quantized under `preset` the way llama-quantize
 /// does it (its type per tensor, ggml's reference quantizers): the files people publish,
 /// at fixture sizes. `spec.quant` is ignored.
+///
+/// The bytes are those of [`crate::quantize`] over the F32 fixture, but each tensor is drawn
+/// and quantized in turn: only the quantized file is held, never the model in F32 (32 GB
+/// at the 32-layer LLaDA-8B shape).
 pub fn build_preset(spec: &FixtureSpec, preset: crate::Preset) -> Result<GgufWriter> {
+    use crate::quantize::{convert, plan, quantized_metadata};
     let f32_spec = FixtureSpec {
         quant: QuantMix::F32,
         ..spec.clone()
     };
-    let file = lacuna_gguf::GgufFile::from_vec(build(&f32_spec)?.to_vec()?)?;
-    crate::quantize(&file, preset)
+    // The shapes first (nothing drawn): llama-quantize plans over the whole file.
+    let mut shapes = Vec::new();
+    let header = build_with(
+        &f32_spec,
+        Some(&mut |name, dims, ty, _| {
+            shapes.push((name.to_string(), dims.to_vec(), ty));
+            Ok(())
+        }),
+    )?;
+    let plan = plan(
+        header.metadata(),
+        preset,
+        shapes
+            .iter()
+            .map(|(n, d, t)| (n.as_str(), d.as_slice(), *t)),
+    )?;
+    let mut tensors = Vec::with_capacity(shapes.len());
+    build_with(
+        &f32_spec,
+        Some(&mut |name, dims, ty, draw| {
+            let to = plan.type_of(name)?;
+            let data = convert(name, ty, to, dims, &draw()?)?;
+            tensors.push((name.to_string(), dims.to_vec(), to, data));
+            Ok(())
+        }),
+    )?;
+    tensors.sort_by(|a, b| crate::preset::quantize_order(&a.0, &b.0));
+    let mut w = quantized_metadata(header.metadata(), preset)?;
+    for (name, dims, ty, data) in tensors {
+        w.add_tensor(&name, &dims, ty, data)?;
+    }
+    Ok(w)
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! What both benchmarks report: layouts, peak memory, dates, the floor of a step.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use anyhow::{Context, Result};
 use lacuna::models::{Device, PartTimes, WeightLayout};
@@ -23,7 +24,7 @@ pub(crate) fn load_engine(
         .with_context(|| format!("loading {}", model.display()))
 }
 
-/// The machine's two limits on the benchmark's threads, measured before the model loads:
+/// The machine's two limits on the benchmark's threads, measured once the model is loaded:
 /// memory read bandwidth and the active path's int8 peak.
 pub(crate) struct Probe {
     read_gb_s: f64,
@@ -38,12 +39,16 @@ impl Probe {
             return None;
         }
         let path = lacuna::cpu::Path::active().ok()?;
+        // The probe reads a buffer of its own (512 MiB): no part of the model's memory, so
+        // the peak so far is kept and the kernel's high-water mark reset after it.
+        let before = peak_rss_bytes();
         let bw = lacuna::cpu::peak::read_bandwidth(
             threads.max(1),
             lacuna::cpu::peak::DEFAULT_PROBE_BYTES,
             5,
-        )
-        .ok()?;
+        );
+        forget_probe_peak(before);
+        let bw = bw.ok()?;
         let ops = lacuna::cpu::peak::int8_peak(path, threads.max(1)).ok()?;
         Some(Probe {
             read_gb_s: bw.gb_per_s(),
@@ -96,10 +101,39 @@ pub(crate) fn floor_line(f: &serde_json::Value) -> String {
     )
 }
 
-/// Peak resident set size of this process (`VmHWM`), in bytes.
+/// The peak resident set size before the bandwidth probe, once the probe's peak was
+/// forgotten (0: not forgotten).
+static PEAK_BEFORE_PROBE: AtomicU64 = AtomicU64::new(0);
+
+/// Whether the probe's buffer was left out of [`peak_rss_bytes`].
+static PROBE_FORGOTTEN: AtomicBool = AtomicBool::new(false);
+
+/// Resets the kernel's high-water mark to the current resident set (the probe's buffer
+/// freed), keeping `before`, the peak before the probe, for [`peak_rss_bytes`]. Where the
+/// reset is refused (`/proc/self/clear_refs` not writable), the peak keeps the probe in.
+fn forget_probe_peak(before: Option<u64>) {
+    let Some(before) = before else {
+        return;
+    };
+    // "5" resets the peak RSS to the current RSS (Linux 4.0+, proc(5)).
+    if std::fs::write("/proc/self/clear_refs", "5").is_ok() {
+        PEAK_BEFORE_PROBE.fetch_max(before, Ordering::Relaxed);
+        PROBE_FORGOTTEN.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Whether [`peak_rss_bytes`] leaves the bandwidth probe's buffer out (it does wherever the
+/// kernel lets the high-water mark be reset).
+pub(crate) fn peak_excludes_probe() -> bool {
+    PROBE_FORGOTTEN.load(Ordering::Relaxed)
+}
+
+/// Peak resident set size of this process (`VmHWM`), in bytes: the model's load and run,
+/// not the bandwidth probe's buffer (see [`peak_excludes_probe`]).
 pub(crate) fn peak_rss_bytes() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    crate::doctor::meminfo_bytes(&status, "VmHWM")
+    let hwm = crate::doctor::meminfo_bytes(&status, "VmHWM")?;
+    Some(hwm.max(PEAK_BEFORE_PROBE.load(Ordering::Relaxed)))
 }
 
 /// Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).

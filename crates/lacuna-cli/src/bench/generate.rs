@@ -269,6 +269,7 @@ pub(crate) fn run(
             "generated_tokens_per_s": tokens_per_s,
             "startup_s": startup_s,
             "peak_rss_bytes": peak,
+            "peak_rss_excludes_probe": peak.is_some() && super::common::peak_excludes_probe(),
             "forwards": forwards,
             "positions_per_forward": positions_per_forward,
             "expert_bytes_per_forward": expert_bytes,

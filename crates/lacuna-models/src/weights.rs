@@ -315,6 +315,9 @@ impl<B: Backend> Loader<'_, B> {
             return self.load_gemma(cfg, g);
         }
         let d = cfg.n_embd;
+        // The LM head first: while a tensor is repacked its file pages are resident too,
+        // and this one is the largest (0.4-0.8 GB), so it is done while little else is held.
+        let output = self.lm_head(cfg)?;
         let mut layers = Vec::with_capacity(cfg.n_layer);
         for il in 0..cfg.n_layer {
             let p = |s: &str| format!("blk.{il}.{s}");
@@ -385,7 +388,7 @@ impl<B: Backend> Loader<'_, B> {
         Ok(Weights {
             layers,
             output_norm: self.vector("output_norm.weight", d)?,
-            output: self.lm_head(cfg)?,
+            output,
             gemma: None,
         })
     }

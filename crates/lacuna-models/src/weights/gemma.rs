@@ -283,6 +283,8 @@ impl<B: Backend> Loader<'_, B> {
 
     pub(super) fn load_gemma(&self, cfg: &Config, g: &GemmaConfig) -> Result<Weights<B>> {
         let d = cfg.n_embd;
+        // The LM head first, as `load` does (its file pages resident while little is held).
+        let output = self.lm_head(cfg)?;
         let mut layers = Vec::with_capacity(cfg.n_layer);
         for (il, &shape) in g.layers.iter().enumerate() {
             layers.push(self.gemma_layer(cfg, il, shape)?);
@@ -333,7 +335,7 @@ impl<B: Backend> Loader<'_, B> {
         Ok(Weights {
             layers: Vec::new(),
             output_norm: self.vector("output_norm.weight", d)?,
-            output: self.lm_head(cfg)?,
+            output,
             gemma: Some(Box::new(GemmaWeights {
                 layers,
                 rope_freqs,

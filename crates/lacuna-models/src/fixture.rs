@@ -448,6 +448,28 @@ impl Out<'_> {
         Ok(())
     }
 
+    /// An `[n x k]` matrix of `ty` with weights of standard deviation about `sigma`.
+    fn matrix(
+        &mut self,
+        rng: &mut Rng,
+        name: &str,
+        ty: GgmlType,
+        k: usize,
+        n: usize,
+        sigma: f32,
+    ) -> Result<()> {
+        self.tensor(name, &[k as u64, n as u64], ty, || {
+            random_matrix(rng, ty, n, k, sigma)
+        })
+    }
+
+    /// An F32 vector of `n` values about `mean` (standard deviation `sigma`).
+    fn vector(&mut self, rng: &mut Rng, name: &str, n: usize, mean: f32, sigma: f32) -> Result<()> {
+        self.tensor(name, &[n as u64], GgmlType::F32, || {
+            Ok(vector(rng, n, mean, sigma))
+        })
+    }
+
     fn tensor(
         &mut self,
         name: &str,
@@ -568,26 +590,7 @@ fn build_into(spec: &FixtureSpec, w: &mut Out<'_>) -> Result<()> {
     let mut rng = Rng(spec.seed ^ 0x1ACB_4A00);
     let (main, high) = (spec.quant.main(), spec.quant.high());
     let sig = |k: usize| 1.0 / (k as f32).sqrt();
-    let mat = |w: &mut Out<'_>,
-               rng: &mut Rng,
-               name: &str,
-               ty: GgmlType,
-               k: usize,
-               n: usize,
-               sigma: f32|
-     -> Result<()> {
-        w.tensor(name, &[k as u64, n as u64], ty, || {
-            random_matrix(rng, ty, n, k, sigma)
-        })
-    };
-    let f32v =
-        |w: &mut Out<'_>, rng: &mut Rng, name: &str, n: usize, mean: f32, s: f32| -> Result<()> {
-            w.tensor(name, &[n as u64], GgmlType::F32, || {
-                Ok(vector(rng, n, mean, s))
-            })
-        };
-    mat(
-        w,
+    w.matrix(
         &mut rng,
         "token_embd.weight",
         main,
@@ -595,10 +598,9 @@ fn build_into(spec: &FixtureSpec, w: &mut Out<'_>) -> Result<()> {
         d.n_vocab,
         1.0,
     )?;
-    f32v(w, &mut rng, "output_norm.weight", d.n_embd, 1.0, 0.1)?;
+    w.vector(&mut rng, "output_norm.weight", d.n_embd, 1.0, 0.1)?;
     if !spec.tied {
-        mat(
-            w,
+        w.matrix(
             &mut rng,
             "output.weight",
             high,
@@ -610,7 +612,7 @@ fn build_into(spec: &FixtureSpec, w: &mut Out<'_>) -> Result<()> {
     let (q_dim, kv_dim) = (d.n_head * hd, d.n_head_kv * hd);
     for il in 0..spec.n_layer {
         let p = |s: &str| format!("blk.{il}.{s}");
-        f32v(w, &mut rng, &p("attn_norm.weight"), d.n_embd, 1.0, 0.1)?;
+        w.vector(&mut rng, &p("attn_norm.weight"), d.n_embd, 1.0, 0.1)?;
         if spec.arch.fused_qkv() {
             // Q and K rows at 2/sqrt(k), V rows at 1/sqrt(k), in one tensor: drawn as two
             // matrices of the same type, concatenated along the output rows.
@@ -627,8 +629,7 @@ fn build_into(spec: &FixtureSpec, w: &mut Out<'_>) -> Result<()> {
                 },
             )?;
         } else {
-            mat(
-                w,
+            w.matrix(
                 &mut rng,
                 &p("attn_q.weight"),
                 main,
@@ -636,8 +637,7 @@ fn build_into(spec: &FixtureSpec, w: &mut Out<'_>) -> Result<()> {
                 q_dim,
                 2.0 * sig(d.n_embd),
             )?;
-            mat(
-                w,
+            w.matrix(
                 &mut rng,
                 &p("attn_k.weight"),
                 main,
@@ -645,8 +645,7 @@ fn build_into(spec: &FixtureSpec, w: &mut Out<'_>) -> Result<()> {
                 kv_dim,
                 2.0 * sig(d.n_embd),
             )?;
-            mat(
-                w,
+            w.matrix(
                 &mut rng,
                 &p("attn_v.weight"),
                 high,
@@ -656,16 +655,15 @@ fn build_into(spec: &FixtureSpec, w: &mut Out<'_>) -> Result<()> {
             )?;
         }
         if spec.arch == Arch::Dream {
-            f32v(w, &mut rng, &p("attn_q.bias"), q_dim, 0.0, 0.2)?;
-            f32v(w, &mut rng, &p("attn_k.bias"), kv_dim, 0.0, 0.2)?;
-            f32v(w, &mut rng, &p("attn_v.bias"), kv_dim, 0.0, 0.2)?;
+            w.vector(&mut rng, &p("attn_q.bias"), q_dim, 0.0, 0.2)?;
+            w.vector(&mut rng, &p("attn_k.bias"), kv_dim, 0.0, 0.2)?;
+            w.vector(&mut rng, &p("attn_v.bias"), kv_dim, 0.0, 0.2)?;
         }
         if spec.arch.has_qk_norm() {
-            f32v(w, &mut rng, &p("attn_q_norm.weight"), hd, 1.0, 0.1)?;
-            f32v(w, &mut rng, &p("attn_k_norm.weight"), hd, 1.0, 0.1)?;
+            w.vector(&mut rng, &p("attn_q_norm.weight"), hd, 1.0, 0.1)?;
+            w.vector(&mut rng, &p("attn_k_norm.weight"), hd, 1.0, 0.1)?;
         }
-        mat(
-            w,
+        w.matrix(
             &mut rng,
             &p("attn_output.weight"),
             main,
@@ -673,7 +671,7 @@ fn build_into(spec: &FixtureSpec, w: &mut Out<'_>) -> Result<()> {
             d.n_embd,
             0.5 * sig(q_dim),
         )?;
-        f32v(w, &mut rng, &p("ffn_norm.weight"), d.n_embd, 1.0, 0.1)?;
+        w.vector(&mut rng, &p("ffn_norm.weight"), d.n_embd, 1.0, 0.1)?;
         if spec.arch.is_moe() && il >= d.n_dense_lead {
             let (e, ff) = (d.n_expert, d.n_ff_exp);
             w.tensor(
@@ -699,10 +697,9 @@ fn build_into(spec: &FixtureSpec, w: &mut Out<'_>) -> Result<()> {
             if spec.arch == Arch::Llada2 {
                 // Selection bias of the size a trained router's correction has next to
                 // sigmoid probabilities.
-                f32v(w, &mut rng, &p("exp_probs_b.bias"), e, 0.0, 0.05)?;
+                w.vector(&mut rng, &p("exp_probs_b.bias"), e, 0.0, 0.05)?;
                 let sh = d.n_ff_shexp * d.n_expert_shared;
-                mat(
-                    w,
+                w.matrix(
                     &mut rng,
                     &p("ffn_gate_shexp.weight"),
                     main,
@@ -710,8 +707,7 @@ fn build_into(spec: &FixtureSpec, w: &mut Out<'_>) -> Result<()> {
                     sh,
                     sig(d.n_embd),
                 )?;
-                mat(
-                    w,
+                w.matrix(
                     &mut rng,
                     &p("ffn_up_shexp.weight"),
                     main,
@@ -719,8 +715,7 @@ fn build_into(spec: &FixtureSpec, w: &mut Out<'_>) -> Result<()> {
                     sh,
                     sig(d.n_embd),
                 )?;
-                mat(
-                    w,
+                w.matrix(
                     &mut rng,
                     &p("ffn_down_shexp.weight"),
                     high,
@@ -730,8 +725,7 @@ fn build_into(spec: &FixtureSpec, w: &mut Out<'_>) -> Result<()> {
                 )?;
             }
         } else {
-            mat(
-                w,
+            w.matrix(
                 &mut rng,
                 &p("ffn_gate.weight"),
                 main,
@@ -739,8 +733,7 @@ fn build_into(spec: &FixtureSpec, w: &mut Out<'_>) -> Result<()> {
                 d.n_ff,
                 sig(d.n_embd),
             )?;
-            mat(
-                w,
+            w.matrix(
                 &mut rng,
                 &p("ffn_up.weight"),
                 main,
@@ -748,8 +741,7 @@ fn build_into(spec: &FixtureSpec, w: &mut Out<'_>) -> Result<()> {
                 d.n_ff,
                 sig(d.n_embd),
             )?;
-            mat(
-                w,
+            w.matrix(
                 &mut rng,
                 &p("ffn_down.weight"),
                 high,

@@ -143,6 +143,10 @@ pub(crate) struct Figures {
     pub(crate) startup_s: Option<f64>,
     /// Peak resident set size, bytes, where measured.
     pub(crate) peak_rss_bytes: Option<u64>,
+    /// Whether `peak_rss_bytes` leaves out `lacuna bench`'s own 512 MiB bandwidth probe
+    /// (recorded from 687ffa3 on; absent before, when the probe's buffer was counted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) peak_rss_excludes_probe: Option<bool>,
     /// Denoiser calls (forward passes) per generation (`generate` only, where recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) forwards: Option<u32>,

@@ -8,6 +8,7 @@
 
 mod attention;
 mod exp;
+mod exp64;
 mod gelu;
 mod norm;
 mod rope;
@@ -17,6 +18,7 @@ mod tanh;
 
 pub(crate) use attention::AttnBuffers;
 pub use attention::{AttnShape, Mask, attention, attention_rows};
+pub use exp64::{entropy_f32, entropy_f64, exp_f64, exp_into, sum_exp_f32, sum_exp_f64};
 pub use gelu::{geglu, gelu_tanh, scale};
 pub use norm::{rms_norm, swiglu};
 pub use rope::{RopeMode, RopeParams, rope, rope_with_factors};

@@ -78,11 +78,59 @@ pub fn log_softmax(x: &mut [f32]) {
 /// Index and value of the largest element (first one on ties, NaN ignored); `None` for an
 /// empty or all-NaN row.
 pub fn argmax(x: &[f32]) -> Option<(usize, f32)> {
-    let m = max_of(x);
-    if m.is_nan() || (m == f32::NEG_INFINITY && !x.contains(&f32::NEG_INFINITY)) {
-        return None;
+    argmax_body(x)
+}
+
+multiversion! {
+    fn argmax_body(x: &[f32]) -> Option<(usize, f32)> {
+        if x.len() > u32::MAX as usize {
+            let m = max_of(x);
+            if m.is_nan() || (m == f32::NEG_INFINITY && !x.contains(&f32::NEG_INFINITY)) {
+                return None;
+            }
+            return x.iter().position(|&v| v == m).map(|i| (i, m));
+        }
+        // One pass: each lane keeps its first strict maximum and where it was (NaN is never
+        // greater); the lanes then give the largest value, the lowest index on ties.
+        let mut best = [f32::NEG_INFINITY; LANES];
+        let mut at = [u32::MAX; LANES];
+        let chunks = x.chunks_exact(LANES);
+        let rest = chunks.remainder();
+        for (c, chunk) in chunks.enumerate() {
+            let base = (c * LANES) as u32;
+            for l in 0..LANES {
+                let v = chunk[l];
+                let gt = v > best[l];
+                best[l] = if gt { v } else { best[l] };
+                at[l] = if gt { base + l as u32 } else { at[l] };
+            }
+        }
+        let base = (x.len() - rest.len()) as u32;
+        for (l, &v) in rest.iter().enumerate() {
+            if v > best[l] {
+                best[l] = v;
+                at[l] = base + l as u32;
+            }
+        }
+        let mut win: Option<(u32, f32)> = None;
+        for l in 0..LANES {
+            if at[l] == u32::MAX {
+                continue;
+            }
+            win = match win {
+                Some((i, m)) if m > best[l] || (m == best[l] && i < at[l]) => Some((i, m)),
+                _ => Some((at[l], best[l])),
+            };
+        }
+        match win {
+            Some((i, m)) => Some((i as usize, m)),
+            // Nothing above -inf: the first -inf, if any (else all NaN or empty).
+            None => x
+                .iter()
+                .position(|&v| v == f32::NEG_INFINITY)
+                .map(|i| (i, f32::NEG_INFINITY)),
+        }
     }
-    x.iter().position(|&v| v == m).map(|i| (i, m))
 }
 
 /// The two largest elements, largest first (lower index first on ties, NaN ignored);

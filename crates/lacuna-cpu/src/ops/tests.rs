@@ -205,6 +205,30 @@ proptest! {
     }
 
     #[test]
+    fn argmax_is_the_first_largest_on_every_path(
+        (n, seed) in (0usize..140, any::<u64>())
+    ) {
+        let mut rng = Rng(seed | 1);
+        let pick = [f32::NAN, f32::NEG_INFINITY, f32::INFINITY, -0.0, 0.0, 1.0, -1.0, 2.0];
+        // Mostly few distinct values (ties), some NaN and infinities; some rows all NaN or -inf.
+        let only = rng.next() % 8;
+        let x: Vec<f32> = (0..n)
+            .map(|_| match only {
+                0 => f32::NAN,
+                1 => f32::NEG_INFINITY,
+                _ if rng.next().is_multiple_of(3) => pick[(rng.next() % 8) as usize],
+                _ => (rng.next() % 5) as f32,
+            })
+            .collect();
+        let m = x.iter().copied().filter(|v| !v.is_nan()).fold(None, |b: Option<f32>, v| Some(b.map_or(v, |b| b.max(v))));
+        let want = m.and_then(|m| x.iter().position(|&v| v == m)).map(|i| (i, x[i].to_bits()));
+        for path in crate::Path::available() {
+            let got = on_level(path, || argmax(&x)).map(|(i, v)| (i, v.to_bits()));
+            prop_assert_eq!(got, want, "{}", path);
+        }
+    }
+
+    #[test]
     fn rms_norm_matches_f64((rows, dim, seed) in (1usize..5, 1usize..300, any::<u64>())) {
         let mut rng = Rng(seed | 1);
         let x = vec(&mut rng, rows * dim, 5.0);

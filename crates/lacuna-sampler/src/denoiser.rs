@@ -151,17 +151,19 @@ pub(crate) fn fetch_pass<D: Denoiser>(
 
 /// Rejects NaN, +inf and rows of only -inf (-inf alone is a legitimate "never this token").
 pub(crate) fn check_rows<E>(logits: &[f32], rows: &[usize], vocab: usize) -> Result<(), Error<E>> {
+    let bad = |v: f32| v.is_nan() || v == f32::INFINITY;
     for (r, row) in logits.chunks_exact(vocab).enumerate() {
-        let mut any_finite = false;
-        for (token, &v) in row.iter().enumerate() {
-            if v.is_nan() || v == f32::INFINITY {
-                return Err(Error::InvalidLogit {
-                    row: rows[r],
-                    token,
-                    value: v,
-                });
-            }
-            any_finite |= v.is_finite();
+        // Branch-free scans, which vectorize (an early exit per element does not); the
+        // offending token is looked for only in a row that has one.
+        let (any_bad, any_finite) = row
+            .iter()
+            .fold((false, false), |(b, f), &v| (b | bad(v), f | v.is_finite()));
+        if any_bad && let Some((token, &value)) = row.iter().enumerate().find(|(_, v)| bad(**v)) {
+            return Err(Error::InvalidLogit {
+                row: rows[r],
+                token,
+                value,
+            });
         }
         if !any_finite {
             return Err(Error::NoFiniteLogit { row: rows[r] });

@@ -35,6 +35,7 @@ use crate::denoiser::CanvasDenoiser;
 use crate::error::{ConfigError, Error};
 use crate::output::{Finish, Generation, Stats, StepView};
 use crate::rng::UniformSource;
+use crate::row_pool;
 
 /// Settings of DiffusionGemma's sampler; the defaults are the official ones
 /// (`_get_default_generation_params`), which a file's `diffusion.eb_*` keys may replace.
@@ -195,7 +196,7 @@ where
     // One buffer: the decoder reads the processed logits it holds as the
     // self-conditioning signal, then writes the step's logits over them.
     let mut logits = vec![0.0f32; c * vocab];
-    let mut probs = vec![0.0f64; vocab];
+    let mut probs: Vec<Vec<f64>> = Vec::new();
     let (mut entropy, mut sample) = (vec![0.0f64; c], vec![0u32; c]);
     let mut order: Vec<usize> = Vec::with_capacity(c);
     let mut view = Vec::with_capacity(prompt.len() + n_canvases * c);
@@ -215,23 +216,32 @@ where
             stats.positions_computed += c;
             stats.steps += 1;
             let t = config.temperature(s);
-            for r in 0..c {
-                let row = &mut logits[r * vocab..(r + 1) * vocab];
+            // Each row's draw taken beforehand in row order, the rows then on the pool's
+            // threads ([`row_pool`]).
+            let draws: Vec<f64> = (0..c).map(|_| rng.next_f64()).collect();
+            let rows = row_pool::map_mut(&mut logits, vocab, &mut probs, |r, row, probs| {
                 if let Some((token, &value)) = row
                     .iter()
                     .enumerate()
                     .find(|(_, v)| v.is_nan() || **v == f32::INFINITY)
                 {
-                    return Err(Error::InvalidLogit {
-                        row: r,
-                        token,
-                        value,
-                    });
+                    return Err((r, token, value));
                 }
-                let (h, best) = row_stats(row, t, &mut probs);
-                entropy[r] = h;
-                argmax[r] = best;
-                sample[r] = inverse_cdf(&probs, rng.next_f64());
+                probs.resize(vocab, 0.0);
+                let (h, best) = row_stats(row, t, probs);
+                Ok((h, best, inverse_cdf(probs, draws[r])))
+            });
+            for (r, x) in rows.into_iter().enumerate() {
+                match x {
+                    Ok((h, best, drawn)) => {
+                        entropy[r] = h;
+                        argmax[r] = best;
+                        sample[r] = drawn;
+                    }
+                    Err((row, token, value)) => {
+                        return Err(Error::InvalidLogit { row, token, value });
+                    }
+                }
             }
             have_sc = true;
             order.clear();

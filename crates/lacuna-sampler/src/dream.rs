@@ -36,6 +36,7 @@ use crate::math;
 use crate::output::{Generation, StepView};
 use crate::parallel::ParallelConfig;
 use crate::rng::UniformSource;
+use crate::row_pool;
 use crate::sampling::{self, FilterOrder, Filters, Scratch, Ties, TopK};
 use crate::schedule::{dream_p_transfer, dream_timesteps, dream_transfer_count};
 use crate::select::{self, Predictions};
@@ -163,7 +164,7 @@ impl DreamConfig {
 struct Sampler<'c> {
     config: &'c DreamConfig,
     filters: Filters,
-    scratch: Scratch,
+    scratch: Vec<Scratch>,
 }
 
 impl Sampler<'_> {
@@ -185,28 +186,48 @@ impl Sampler<'_> {
         canvas.fetch(denoiser, &rows, block)?;
         let vocab = canvas.vocab;
         let want_entropy = self.config.parallel.is_some_and(|p| p.needs_entropy());
-        let mut out_tokens = Vec::with_capacity(positions.len());
-        let mut out_conf = Vec::with_capacity(positions.len());
-        let mut entropy = Vec::new();
+        // The row of each position (positions 0 and 1 share row 0).
+        let mut of = Vec::with_capacity(positions.len());
         let mut r = 0;
         for &p in positions {
             let row = p.saturating_sub(1);
             while rows[r] != row {
                 r += 1;
             }
-            let logits = &canvas.logits[r * vocab..(r + 1) * vocab];
-            let (t, c) = sample_row(logits, &self.filters, kind, rng, &mut self.scratch);
-            out_tokens.push(t);
-            out_conf.push(c);
-            if want_entropy {
-                entropy.push(sampling::entropy(logits));
-            }
+            of.push(r);
         }
+        // One draw per position, in position order, when sampling (as one row at a time
+        // drew them); then the rows on the pool's threads ([`row_pool`]).
+        let draws: Vec<f64> = if self.filters.temperature > 0.0 {
+            positions.iter().map(|_| rng.next_f64()).collect()
+        } else {
+            Vec::new()
+        };
+        let (filters, logits) = (&self.filters, &canvas.logits[..]);
+        let sampled: Vec<(u32, f64, f64)> =
+            row_pool::map(positions.len(), &mut self.scratch, |i, s| {
+                let row = row_pool::row(logits, vocab, of[i]);
+                let mut u = row_pool::Drawn(draws.get(i).copied());
+                let (t, c) = sample_row(row, filters, kind, &mut u, s);
+                (
+                    t,
+                    c,
+                    if want_entropy {
+                        sampling::entropy(row)
+                    } else {
+                        0.0
+                    },
+                )
+            });
         Ok(Predictions {
             positions: positions.to_vec(),
-            tokens: out_tokens,
-            conf: out_conf,
-            entropy,
+            tokens: sampled.iter().map(|x| x.0).collect(),
+            conf: sampled.iter().map(|x| x.1).collect(),
+            entropy: if want_entropy {
+                sampled.iter().map(|x| x.2).collect()
+            } else {
+                Vec::new()
+            },
         })
     }
 }
@@ -228,7 +249,7 @@ pub fn generate<D: Denoiser>(
     let mut sampler = Sampler {
         config,
         filters: config.filters(),
-        scratch: Scratch::default(),
+        scratch: Vec::new(),
     };
     match &config.parallel {
         // Fast-dLLM's block-wise decoding; the confidence is the sampled token's probability.

@@ -32,6 +32,7 @@ use crate::math;
 use crate::output::{Generation, StepView};
 use crate::parallel::ParallelConfig;
 use crate::rng::UniformSource;
+use crate::row_pool;
 use crate::sampling;
 use crate::schedule::llada_transfer_counts;
 use crate::select::{self, Predictions};
@@ -155,24 +156,28 @@ impl Predictor<'_> {
             }
             check_rows::<D::Error>(&canvas.logits, cand, vocab)?;
         }
-        let rows = canvas.logits.chunks_exact(vocab);
+        // Per-row work on the pool's threads ([`row_pool`]); the Gumbel draws (a whole row of
+        // uniforms each) stay sequential, in row order.
+        let logits = &canvas.logits[..cand.len() * vocab];
+        let row = |i| row_pool::row(logits, vocab, i);
+        let none = &mut Vec::<()>::new();
         let x0: Vec<usize> = if c.temperature == 0.0 {
-            rows.clone().map(math::argmax_f32).collect()
+            row_pool::map(cand.len(), none, |i, _| math::argmax_f32(row(i)))
         } else {
-            rows.clone()
+            logits
+                .chunks_exact(vocab)
                 .map(|r| math::gumbel_argmax(r, c.temperature, rng))
                 .collect()
         };
         let entropy = if c.parallel.is_some_and(|p| p.needs_entropy()) {
-            rows.clone().map(sampling::entropy).collect()
+            row_pool::map(cand.len(), none, |i, _| sampling::entropy(row(i)))
         } else {
             Vec::new()
         };
         let conf: Vec<f64> = match c.remasking {
-            Remasking::LowConfidence => rows
-                .zip(&x0)
-                .map(|(r, &t)| math::softmax_at(r, t))
-                .collect(),
+            Remasking::LowConfidence => {
+                row_pool::map(cand.len(), none, |i, _| math::softmax_at(row(i), x0[i]))
+            }
             Remasking::Random => cand.iter().map(|_| f64::from(rng.next_f32())).collect(),
         };
         // Token ids are < vocab_size, which the denoiser reports as a usize; ids are u32 in

@@ -45,6 +45,7 @@ use crate::dream::{Confidence, sample_row};
 use crate::error::{ConfigError, Error};
 use crate::output::{Generation, StepView};
 use crate::rng::UniformSource;
+use crate::row_pool;
 use crate::sampling::{FilterOrder, Filters, Scratch, Ties, TopK};
 use crate::schedule::llada_transfer_counts;
 use crate::select::{self, Predictions};
@@ -184,7 +185,7 @@ pub fn generate<D: Denoiser>(
     canvas.pad_to(num_blocks * b);
     let vocab = canvas.vocab;
     let filters = config.filters();
-    let mut scratch = Scratch::default();
+    let mut scratch: Vec<Scratch> = Vec::new();
     let schedule = llada_transfer_counts(b, config.steps);
     let total_steps = match config.editing {
         None => config.steps,
@@ -223,11 +224,19 @@ pub fn generate<D: Denoiser>(
             };
             canvas.fetch_upto(denoiser, &rows, start..end, end)?;
             // Predictions of every requested row, in position order (the draw order).
-            let pred: Vec<(u32, f64)> = canvas
-                .logits
-                .chunks_exact(vocab)
-                .map(|row| sample_row(row, &filters, Confidence::Probability, rng, &mut scratch))
-                .collect();
+            // Its draw (one per row when sampling) taken beforehand in that order, the rows
+            // then on the pool's threads ([`row_pool`]).
+            let draws: Vec<f64> = if filters.temperature > 0.0 {
+                rows.iter().map(|_| rng.next_f64()).collect()
+            } else {
+                Vec::new()
+            };
+            let logits = &canvas.logits[..];
+            let pred: Vec<(u32, f64)> = row_pool::map(rows.len(), &mut scratch, |i, s| {
+                let row = row_pool::row(logits, vocab, i);
+                let mut u = row_pool::Drawn(draws.get(i).copied());
+                sample_row(row, &filters, Confidence::Probability, &mut u, s)
+            });
             let at = |p: usize| rows.binary_search(&p).map(|i| pred[i]).ok();
             // Mask to token.
             let conf: Vec<f64> = active.iter().map(|&p| at(p).map_or(0.0, |x| x.1)).collect();

@@ -28,6 +28,7 @@ use crate::error::{ConfigError, Error};
 use crate::math;
 use crate::output::{Generation, StepView};
 use crate::rng::UniformSource;
+use crate::row_pool;
 use crate::sampling::{self, FilterOrder, Filters, Scratch, Ties, TopK};
 use crate::select::{self, Predictions};
 
@@ -109,7 +110,8 @@ fn score(
     } else {
         let lse = sampling::log_sum_exp(l);
         s.probs.clear();
-        s.probs.extend(l.iter().map(|&x| (x - lse).exp()));
+        s.probs.resize(l.len(), 0.0);
+        lacuna_cpu::exp_into(l, lse, &mut s.probs);
         math::categorical(&s.probs, rng.next_f64())
     };
     (pred as u32, ent)
@@ -133,7 +135,7 @@ pub fn generate<D: Denoiser>(
     // Positions the sampler has not committed yet (the prompt's masks stay).
     let mut maskable: Vec<bool> = (0..len).map(|p| p >= prompt_len).collect();
     let total = config.common.gen_length;
-    let (filters, mut scratch) = (config.filters(), Scratch::default());
+    let (filters, mut scratch) = (config.filters(), Vec::<Scratch>::new());
     // Predicted token and entropy per canvas position (valid where maskable).
     let mut pred = vec![(0u32, 0f64); len];
     let mut forward = |canvas: &mut Canvas<'_>, maskable: &[bool], pred: &mut [(u32, f64)]| {
@@ -141,8 +143,26 @@ pub fn generate<D: Denoiser>(
             .filter(|&r| maskable[r + 1])
             .collect();
         canvas.fetch(denoiser, &rows, 0..len)?;
-        for (row, &r) in canvas.logits.chunks_exact(vocab).zip(&rows) {
-            pred[r + 1] = score(row, config.greedy, &filters, rng, &mut scratch);
+        // One draw per row when sampling, taken in row order beforehand; the rows then on
+        // the pool's threads ([`row_pool`]).
+        let draws: Vec<f64> = if config.greedy {
+            Vec::new()
+        } else {
+            rows.iter().map(|_| rng.next_f64()).collect()
+        };
+        let logits = &canvas.logits[..];
+        let scored = row_pool::map(rows.len(), &mut scratch, |i, s| {
+            let mut u = row_pool::Drawn(draws.get(i).copied());
+            score(
+                row_pool::row(logits, vocab, i),
+                config.greedy,
+                &filters,
+                &mut u,
+                s,
+            )
+        });
+        for (&r, x) in rows.iter().zip(scored) {
+            pred[r + 1] = x;
         }
         Ok::<(), Error<D::Error>>(())
     };

@@ -242,32 +242,55 @@ fn ranked_prefix(logits: &[f64], probs: &[f64], top_p: f64, order: &mut [usize])
     }
 }
 
-/// `ln Σ exp(x)` of a logit row in f64, as `max + ln Σ exp(x - max)`, the sum taken left to
-/// right. `row` must hold a finite value.
-pub fn log_sum_exp<T: Copy + Into<f64>>(row: &[T]) -> f64 {
+/// A logit row's element type: f32 (the model's rows) or f64 (rows after
+/// [`Filters::apply`]); each sums through `lacuna-cpu`'s row kernels for its type.
+pub trait Logit: Copy + Into<f64> + sealed::Sealed {
+    /// `Σ e^(x - shift)` over `row` in f64 (8 lanes, fixed order).
+    fn sum_exp(row: &[Self], shift: f64) -> f64;
+    /// `-Σ p ln p` of `p = e^(x - lse)`, `-inf` entries adding nothing.
+    fn entropy_at(row: &[Self], lse: f64) -> f64;
+}
+
+impl Logit for f32 {
+    fn sum_exp(row: &[f32], shift: f64) -> f64 {
+        lacuna_cpu::sum_exp_f32(row, shift)
+    }
+    fn entropy_at(row: &[f32], lse: f64) -> f64 {
+        lacuna_cpu::entropy_f32(row, lse)
+    }
+}
+
+impl Logit for f64 {
+    fn sum_exp(row: &[f64], shift: f64) -> f64 {
+        lacuna_cpu::sum_exp_f64(row, shift)
+    }
+    fn entropy_at(row: &[f64], lse: f64) -> f64 {
+        lacuna_cpu::entropy_f64(row, lse)
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for f32 {}
+    impl Sealed for f64 {}
+}
+
+/// `ln Σ exp(x)` of a logit row in f64, as `max + ln Σ exp(x - max)` ([`Logit::sum_exp`]).
+/// `row` must hold a finite value.
+pub fn log_sum_exp<T: Logit>(row: &[T]) -> f64 {
     let max = row
         .iter()
         .map(|&x| x.into())
         .fold(f64::NEG_INFINITY, f64::max);
-    let sum = row.iter().map(|&x| (x.into() - max).exp()).sum::<f64>();
-    max + sum.ln()
+    max + T::sum_exp(row, max).ln()
 }
 
 /// The entropy of `softmax(row)` in nats, in f64: `-Σ p ln p` with `ln p = x - lse`
-/// ([`log_sum_exp`]), `-inf` logits (filtered tokens) contributing nothing, the sums taken
-/// left to right. RND1 orders its commits by it; the entropy-bounded parallel rule reads it.
-/// `row` must hold a finite value.
-pub fn entropy<T: Copy + Into<f64>>(row: &[T]) -> f64 {
-    let lse = log_sum_exp(row);
-    let mut h = 0.0;
-    for &x in row {
-        let x: f64 = x.into();
-        if x > f64::NEG_INFINITY {
-            let logp = x - lse;
-            h -= logp.exp() * logp;
-        }
-    }
-    h
+/// ([`log_sum_exp`]), `-inf` logits (filtered tokens) contributing nothing
+/// ([`Logit::entropy_at`]). RND1 orders its commits by it; the entropy-bounded parallel
+/// rule reads it. `row` must hold a finite value.
+pub fn entropy<T: Logit>(row: &[T]) -> f64 {
+    T::entropy_at(row, log_sum_exp(row))
 }
 
 #[cfg(test)]

@@ -182,6 +182,19 @@ fn every_case_replays_step_for_step() {
 /// The decoder is handed one buffer: on a self-conditioned step it must hold the previous
 /// step's logits over that step's temperature (Hugging Face's processed logits), and the
 /// first step of each canvas is not conditioned.
+/// Each step's rows run on the rayon pool's threads: the replay holds on one and on several.
+#[test]
+fn every_case_replays_on_one_thread_and_on_several() {
+    for threads in [1, 3, 7] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .expect("a thread pool");
+        pool.install(every_case_replays_step_for_step);
+        pool.install(the_self_conditioning_signal_is_the_last_logits_over_their_temperature);
+    }
+}
+
 #[test]
 fn the_self_conditioning_signal_is_the_last_logits_over_their_temperature() {
     let mut checked = 0;

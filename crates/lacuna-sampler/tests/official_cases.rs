@@ -226,6 +226,19 @@ fn every_case_matches_the_transcription_of_the_official_code() {
     }
 }
 
+/// The samplers spread each step's rows over the rayon pool they run in: the cases give the
+/// same tokens, commits and draws on one thread and on several.
+#[test]
+fn every_case_matches_on_one_thread_and_on_several() {
+    for threads in [1, 3, 7] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .expect("a thread pool");
+        pool.install(every_case_matches_the_transcription_of_the_official_code);
+    }
+}
+
 #[test]
 fn stopping_at_the_first_end_token_gives_the_full_run_cut_there() {
     let mut early = 0;

@@ -10,6 +10,7 @@ mod attention;
 mod exp;
 mod exp64;
 mod gelu;
+mod ln64;
 mod norm;
 mod rope;
 mod rows;
@@ -20,11 +21,12 @@ pub(crate) use attention::AttnBuffers;
 pub use attention::{AttnShape, Mask, attention, attention_rows};
 pub use exp64::{entropy_f32, entropy_f64, exp_f64, exp_into, sum_exp_f32, sum_exp_f64};
 pub use gelu::{geglu, gelu_tanh, scale};
+pub use ln64::{ln_f64, sum_p_ln_p};
 pub use norm::{rms_norm, swiglu};
 pub use rope::{RopeMode, RopeParams, rope, rope_with_factors};
 pub use rows::{add, add_bias, copy_rows, scatter_scaled, sum_slots};
 pub(crate) use softmax::softmax;
-pub use softmax::{argmax, log_softmax, top_k, top2};
+pub use softmax::{argmax, argmax_f64, log_softmax, top_k, top2};
 pub use tanh::softcap;
 
 /// Vector width the op bodies are compiled for.

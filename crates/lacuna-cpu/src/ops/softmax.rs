@@ -78,58 +78,89 @@ pub fn log_softmax(x: &mut [f32]) {
 /// Index and value of the largest element (first one on ties, NaN ignored); `None` for an
 /// empty or all-NaN row.
 pub fn argmax(x: &[f32]) -> Option<(usize, f32)> {
-    argmax_body(x)
+    argmax_f32_body(x)
+}
+
+/// [`argmax`] of an f64 row.
+pub fn argmax_f64(x: &[f64]) -> Option<(usize, f64)> {
+    argmax_f64_body(x)
+}
+
+/// The element types [`argmax_lanes`] runs over.
+trait Float: Copy + PartialOrd {
+    const NEG_INFINITY: Self;
+}
+
+impl Float for f32 {
+    const NEG_INFINITY: f32 = f32::NEG_INFINITY;
+}
+
+impl Float for f64 {
+    const NEG_INFINITY: f64 = f64::NEG_INFINITY;
+}
+
+/// One pass: each lane keeps its first strict maximum and where it was (NaN is never
+/// greater); the lanes then give the largest value, the lowest index on ties. A row with
+/// nothing above -inf gives its first -inf (none: empty or all NaN).
+#[inline(always)]
+fn argmax_lanes<T: Float>(x: &[T]) -> Option<(usize, T)> {
+    let first_neg_inf = || {
+        x.iter()
+            .position(|&v| v == T::NEG_INFINITY)
+            .map(|i| (i, T::NEG_INFINITY))
+    };
+    if x.len() > u32::MAX as usize {
+        // Indices beyond u32: one lane, in usize.
+        let mut best: Option<(usize, T)> = None;
+        for (i, &v) in x.iter().enumerate() {
+            if v > best.map_or(T::NEG_INFINITY, |b| b.1) {
+                best = Some((i, v));
+            }
+        }
+        return best.or_else(first_neg_inf);
+    }
+    let mut best = [T::NEG_INFINITY; LANES];
+    let mut at = [u32::MAX; LANES];
+    let chunks = x.chunks_exact(LANES);
+    let rest = chunks.remainder();
+    for (c, chunk) in chunks.enumerate() {
+        let base = (c * LANES) as u32;
+        for l in 0..LANES {
+            let v = chunk[l];
+            let gt = v > best[l];
+            best[l] = if gt { v } else { best[l] };
+            at[l] = if gt { base + l as u32 } else { at[l] };
+        }
+    }
+    let base = (x.len() - rest.len()) as u32;
+    for (l, &v) in rest.iter().enumerate() {
+        if v > best[l] {
+            best[l] = v;
+            at[l] = base + l as u32;
+        }
+    }
+    let mut win: Option<(u32, T)> = None;
+    for l in 0..LANES {
+        if at[l] == u32::MAX {
+            continue;
+        }
+        win = match win {
+            Some((i, m)) if m > best[l] || (m == best[l] && i < at[l]) => Some((i, m)),
+            _ => Some((at[l], best[l])),
+        };
+    }
+    win.map(|(i, m)| (i as usize, m)).or_else(first_neg_inf)
 }
 
 multiversion! {
-    fn argmax_body(x: &[f32]) -> Option<(usize, f32)> {
-        if x.len() > u32::MAX as usize {
-            let m = max_of(x);
-            if m.is_nan() || (m == f32::NEG_INFINITY && !x.contains(&f32::NEG_INFINITY)) {
-                return None;
-            }
-            return x.iter().position(|&v| v == m).map(|i| (i, m));
-        }
-        // One pass: each lane keeps its first strict maximum and where it was (NaN is never
-        // greater); the lanes then give the largest value, the lowest index on ties.
-        let mut best = [f32::NEG_INFINITY; LANES];
-        let mut at = [u32::MAX; LANES];
-        let chunks = x.chunks_exact(LANES);
-        let rest = chunks.remainder();
-        for (c, chunk) in chunks.enumerate() {
-            let base = (c * LANES) as u32;
-            for l in 0..LANES {
-                let v = chunk[l];
-                let gt = v > best[l];
-                best[l] = if gt { v } else { best[l] };
-                at[l] = if gt { base + l as u32 } else { at[l] };
-            }
-        }
-        let base = (x.len() - rest.len()) as u32;
-        for (l, &v) in rest.iter().enumerate() {
-            if v > best[l] {
-                best[l] = v;
-                at[l] = base + l as u32;
-            }
-        }
-        let mut win: Option<(u32, f32)> = None;
-        for l in 0..LANES {
-            if at[l] == u32::MAX {
-                continue;
-            }
-            win = match win {
-                Some((i, m)) if m > best[l] || (m == best[l] && i < at[l]) => Some((i, m)),
-                _ => Some((at[l], best[l])),
-            };
-        }
-        match win {
-            Some((i, m)) => Some((i as usize, m)),
-            // Nothing above -inf: the first -inf, if any (else all NaN or empty).
-            None => x
-                .iter()
-                .position(|&v| v == f32::NEG_INFINITY)
-                .map(|i| (i, f32::NEG_INFINITY)),
-        }
+    fn argmax_f32_body(x: &[f32]) -> Option<(usize, f32)> {
+        argmax_lanes(x)
+    }
+}
+
+multiversion! {
+    fn argmax_f64_body(x: &[f64]) -> Option<(usize, f64)> {
+        argmax_lanes(x)
     }
 }
 

@@ -222,9 +222,13 @@ proptest! {
             .collect();
         let m = x.iter().copied().filter(|v| !v.is_nan()).fold(None, |b: Option<f32>, v| Some(b.map_or(v, |b| b.max(v))));
         let want = m.and_then(|m| x.iter().position(|&v| v == m)).map(|i| (i, x[i].to_bits()));
+        let x64: Vec<f64> = x.iter().map(|&v| f64::from(v)).collect();
+        let want64 = want.map(|(i, _)| (i, x64[i].to_bits()));
         for path in crate::Path::available() {
             let got = on_level(path, || argmax(&x)).map(|(i, v)| (i, v.to_bits()));
             prop_assert_eq!(got, want, "{}", path);
+            let got = on_level(path, || argmax_f64(&x64)).map(|(i, v)| (i, v.to_bits()));
+            prop_assert_eq!(got, want64, "f64 on {}", path);
         }
     }
 

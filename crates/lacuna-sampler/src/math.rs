@@ -18,7 +18,7 @@ fn max_f32(row: &[f32]) -> f64 {
 /// `softmax(row)` in f64, written into `out`: `exp(x - max) / Σ exp(x - max)`.
 /// `-inf` entries get probability 0. `row` must hold a finite value.
 pub fn softmax_into(row: &[f64], out: &mut Vec<f64>) {
-    let max = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let max = lacuna_cpu::argmax_f64(row).map_or(f64::NEG_INFINITY, |(_, v)| v);
     out.clear();
     out.resize(row.len(), 0.0);
     let sum = lacuna_cpu::exp_into(row, max, out);
@@ -43,15 +43,11 @@ pub fn argmax_f32(row: &[f32]) -> usize {
 
 /// Index of the largest value, first on ties; NaN never wins.
 pub fn argmax_f64(row: &[f64]) -> usize {
-    let mut best = 0;
-    let mut best_v = f64::NEG_INFINITY;
-    for (i, &v) in row.iter().enumerate() {
-        if v > best_v {
-            best = i;
-            best_v = v;
-        }
+    match lacuna_cpu::argmax_f64(row) {
+        Some((i, v)) if v > f64::NEG_INFINITY => i,
+        // Nothing above -inf (or only NaN): the first index, as a strict scan from -inf gives.
+        _ => 0,
     }
-    best
 }
 
 /// LLaDA's Gumbel-max draw in float64, exactly the official form

@@ -12,7 +12,8 @@ pub enum Confidence {
     /// Top-1 minus top-2 probability (`topk_margin`).
     Margin,
     /// `Σ p ln(p + 1e-10)`, Dream's negative entropy with its epsilon: larger is surer
-    /// (`entropy`). Not [`crate::sampling::entropy`]: the epsilon changes the numbers.
+    /// (`entropy`; summed by [`lacuna_cpu::sum_p_ln_p`]). Not [`crate::sampling::entropy`]:
+    /// the epsilon changes the numbers.
     NegEntropy,
 }
 
@@ -51,7 +52,7 @@ pub fn sample_row(
             }
             top1 - top2.max(0.0)
         }
-        Confidence::NegEntropy => probs.iter().map(|&p| p * (p + 1e-10).ln()).sum(),
+        Confidence::NegEntropy => lacuna_cpu::sum_p_ln_p(probs, 1e-10),
     };
     // Token ids fit in u32 (GGUF vocabularies are u32-indexed).
     (x0 as u32, conf)

@@ -41,9 +41,9 @@ pub use error::Error;
 pub use gemm::{Workspace, matmul, matmul_on, matmul_rows, matmul_rows_on};
 pub use ops::{
     AttnShape, Mask, RopeMode, RopeParams, add, add_bias, argmax, argmax_f64, attention,
-    attention_rows, copy_rows, entropy_f32, entropy_f64, exp_f64, exp_into, geglu, gelu_tanh,
-    ln_f64, log_softmax, rms_norm, rope, rope_with_factors, scale, scatter_scaled, softcap,
-    sum_exp_f32, sum_exp_f64, sum_p_ln_p, sum_slots, swiglu, top_k, top2,
+    attention_rows, copy_rows, entropy_f32, entropy_f64, exp_f64, exp_in_place, exp_into, geglu,
+    gelu_tanh, ln_f64, log_softmax, rms_norm, rope, rope_with_factors, scale, scatter_scaled,
+    softcap, sum_exp_f32, sum_exp_f64, sum_p_ln_p, sum_slots, swiglu, top_k, top2,
 };
 pub use packed::PackedWeight;
 pub use path::Path;

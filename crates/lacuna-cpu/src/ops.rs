@@ -19,7 +19,9 @@ mod tanh;
 
 pub(crate) use attention::AttnBuffers;
 pub use attention::{AttnShape, Mask, attention, attention_rows};
-pub use exp64::{entropy_f32, entropy_f64, exp_f64, exp_into, sum_exp_f32, sum_exp_f64};
+pub use exp64::{
+    entropy_f32, entropy_f64, exp_f64, exp_in_place, exp_into, sum_exp_f32, sum_exp_f64,
+};
 pub use gelu::{geglu, gelu_tanh, scale};
 pub use ln64::{ln_f64, sum_p_ln_p};
 pub use norm::{rms_norm, swiglu};

@@ -127,6 +127,24 @@ multiversion! {
     }
 }
 
+multiversion! {
+    fn exp_in_place_body(x: &mut [f64], shift: f64) -> f64 {
+        let mut acc = [0.0f64; LANES];
+        let mut chunks = x.chunks_exact_mut(LANES);
+        for c in &mut chunks {
+            for l in 0..LANES {
+                c[l] = exp(c[l] - shift);
+                acc[l] += c[l];
+            }
+        }
+        for (l, v) in chunks.into_remainder().iter_mut().enumerate() {
+            *v = exp(*v - shift);
+            acc[l] += *v;
+        }
+        lanes_sum(&acc)
+    }
+}
+
 #[inline(always)]
 fn entropy_body<T: Copy + Into<f64>>(x: &[T], lse: f64) -> f64 {
     // -inf logits (filtered tokens) add nothing (their product would be NaN).
@@ -185,6 +203,11 @@ pub fn sum_exp_f64(x: &[f64], shift: f64) -> f64 {
 /// their sum as [`sum_exp_f64`] adds them.
 pub fn exp_into(x: &[f64], shift: f64, out: &mut [f64]) -> f64 {
     exp_into_body(x, shift, out)
+}
+
+/// [`exp_into`] in place: `x[i] = e^(x[i] - shift)`, returning the same sum.
+pub fn exp_in_place(x: &mut [f64], shift: f64) -> f64 {
+    exp_in_place_body(x, shift)
 }
 
 /// `-Σ p ln p` of `p = e^(x - lse)` for the log-sum-exp `lse` of an f64 row: the entropy

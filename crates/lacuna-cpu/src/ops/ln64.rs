@@ -22,6 +22,9 @@ const LG6: f64 = 0.15313837699209373;
 const LG7: f64 = 0.14798198605116586;
 /// Bits of sqrt(1/2): `bits(x) - SQRT_HALF_BITS` has `k` in its exponent field.
 const SQRT_HALF_BITS: u64 = 0x3FE6_A09E_667F_3BCD;
+/// 2^52 and its bits.
+const TWO52: f64 = 4_503_599_627_370_496.0;
+const TWO52_BITS: u64 = 0x4330_0000_0000_0000;
 /// 2^54, which lifts a subnormal into the normal range.
 const TWO54: f64 = 18_014_398_509_481_984.0;
 
@@ -32,8 +35,11 @@ pub(crate) fn ln(x: f64) -> f64 {
     let xs = if tiny { x * TWO54 } else { x };
     let bits = xs.to_bits();
     let t = bits.wrapping_sub(SQRT_HALF_BITS);
-    // k: the exponent of x relative to sqrt(1/2) (t's top 12 bits, sign-extended).
-    let k = ((t as i64) >> 52) as f64 - if tiny { 54.0 } else { 0.0 };
+    // k: the exponent of x relative to sqrt(1/2), t's top 12 bits as a two's complement
+    // number, made an f64 by the bits of 2^52 + k + 2048 (no integer-to-float conversion:
+    // 64-bit ones need AVX-512 DQ, and would leave this loop scalar without it).
+    let k12 = ((t >> 52).wrapping_add(2048)) & 0xFFF;
+    let k = f64::from_bits(TWO52_BITS | k12) - (TWO52 + 2048.0) - if tiny { 54.0 } else { 0.0 };
     let m = f64::from_bits(bits.wrapping_sub(t & 0xFFF0_0000_0000_0000));
     let f = m - 1.0;
     let s = f / (2.0 + f);
@@ -60,13 +66,19 @@ multiversion! {
         let mut acc = [0.0f64; LANES];
         let chunks = p.chunks_exact(LANES);
         let rest = chunks.remainder();
+        // A zero p adds 0, the limit of p ln p (with eps > 0 it would anyway). The product
+        // is computed first and then selected: as a branch around it the loop stays scalar.
+        let term = |v: f64| {
+            let t = v * ln(v + eps);
+            if v == 0.0 { 0.0 } else { t }
+        };
         for c in chunks {
             for l in 0..LANES {
-                acc[l] += c[l] * ln(c[l] + eps);
+                acc[l] += term(c[l]);
             }
         }
         for (l, &v) in rest.iter().enumerate() {
-            acc[l] += v * ln(v + eps);
+            acc[l] += term(v);
         }
         acc.iter().fold(0.0, |s, &v| s + v)
     }
@@ -77,8 +89,9 @@ pub fn ln_f64(x: f64) -> f64 {
     ln(x)
 }
 
-/// `Σ p ln(p + eps)` over a row of probabilities (8 lanes, fixed order): Dream's negative
-/// entropy with its epsilon (`eps = 1e-10`), or `-H` with `eps = 0` and no zero `p`.
+/// `Σ p ln(p + eps)` over a row of probabilities (8 lanes, fixed order), a zero `p` adding
+/// 0: Dream's negative entropy with its epsilon (`eps = 1e-10`), or minus the entropy with
+/// `eps = 0`.
 pub fn sum_p_ln_p(p: &[f64], eps: f64) -> f64 {
     sum_p_ln_body(p, eps)
 }

@@ -89,6 +89,10 @@ proptest! {
         let run = || {
             let mut out = vec![f64::NAN; x64.len()];
             let s = exp_into(&x64, shift, &mut out);
+            let mut inplace = x64.clone();
+            let s2 = exp_in_place(&mut inplace, shift);
+            assert_eq!(s.to_bits(), s2.to_bits());
+            assert!(out.iter().zip(&inplace).all(|(a, b)| a.to_bits() == b.to_bits()));
             [
                 sum_exp_f32(&x, shift).to_bits(),
                 sum_exp_f64(&x64, shift).to_bits(),

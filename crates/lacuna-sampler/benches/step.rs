@@ -1,13 +1,13 @@
 //! The sampler's own cost per denoising step at real vocabulary sizes (LLaDA 126464, Dream
-//! 152064), with a denoiser that only copies precomputed logits (that copy, 32 rows, is
-//! included). One step over 32 masked positions per iteration; throughput in rows.
+//! 152064, DiffusionGemma 262144), with a denoiser that only copies precomputed logits (that
+//! copy, 32 rows, is included). One step over 32 positions per iteration; throughput in rows.
 
 #![allow(missing_docs)]
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use lacuna_sampler::{
-    Common, Denoiser, DreamAlg, DreamConfig, LladaConfig, UniformSource, Xoshiro256PlusPlus, dream,
-    llada,
+    CanvasDenoiser, Common, Denoiser, DreamAlg, DreamConfig, EntropyBoundConfig, LladaConfig,
+    UniformSource, Xoshiro256PlusPlus, diffusion_gemma, dream, llada,
 };
 use std::convert::Infallible;
 use std::hint::black_box;
@@ -44,6 +44,20 @@ impl Denoiser for Fixed {
                 .copy_from_slice(&self.logits[r * self.vocab..(r + 1) * self.vocab]);
         }
         Ok(())
+    }
+}
+
+/// DiffusionGemma's decoder: every row of a canvas of `ROWS`, from the same logits.
+impl CanvasDenoiser for Fixed {
+    fn encode(&mut self, _: &[u32]) -> Result<(), Infallible> {
+        Ok(())
+    }
+    fn decode(&mut self, _: &[u32], _: bool, out: &mut [f32]) -> Result<(), Infallible> {
+        out.copy_from_slice(&self.logits[..out.len()]);
+        Ok(())
+    }
+    fn canvas_length(&self) -> usize {
+        ROWS
     }
 }
 
@@ -100,6 +114,24 @@ fn bench(c: &mut Criterion) {
             })
         });
     }
+
+    // DiffusionGemma (262,144 tokens): one step of its sampler over a canvas of 32.
+    let mut model = Fixed::new(262_144);
+    let config = EntropyBoundConfig {
+        common: Common {
+            gen_length: ROWS,
+            ..Common::default()
+        },
+        max_steps: 1,
+        ..EntropyBoundConfig::default()
+    };
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(0);
+    g.bench_function("diffusion_gemma_step", |b| {
+        b.iter(|| {
+            diffusion_gemma::generate(&mut model, black_box(&prompt), &config, &mut rng, |_| {})
+                .expect("runs")
+        })
+    });
     g.finish();
 }
 

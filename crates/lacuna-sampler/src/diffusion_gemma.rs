@@ -114,27 +114,20 @@ impl EntropyBoundConfig {
 /// One position's processed distribution: probabilities, entropy, argmax; the row's logits
 /// are left divided by the temperature (the processed logits Hugging Face conditions on).
 fn row_stats(logits: &mut [f32], t: f64, probs: &mut [f64]) -> (f64, u32) {
-    let mut best = 0usize;
-    let mut max = f64::NEG_INFINITY;
-    for (i, &x) in logits.iter().enumerate() {
-        let v = f64::from(x) / t;
-        if v > max {
-            max = v;
-            best = i;
-        }
+    // The tempered logits in f64, then their softmax in place (lacuna-cpu's row kernels:
+    // each exp and ln within 1 ulp of libm's, the sums in a fixed lane order).
+    for (p, &x) in probs.iter_mut().zip(logits.iter()) {
+        *p = f64::from(x) / t;
     }
-    let mut sum = 0.0;
-    for (&x, p) in logits.iter().zip(probs.iter_mut()) {
-        *p = (f64::from(x) / t - max).exp();
-        sum += *p;
-    }
-    let mut entropy = 0.0;
+    let (best, max) = match lacuna_cpu::argmax_f64(probs) {
+        Some((i, v)) if v > f64::NEG_INFINITY => (i, v),
+        _ => (0, f64::NEG_INFINITY),
+    };
+    let sum = lacuna_cpu::exp_in_place(probs, max);
     for p in probs.iter_mut() {
         *p /= sum;
-        if *p > 0.0 {
-            entropy -= *p * p.ln();
-        }
     }
+    let entropy = -lacuna_cpu::sum_p_ln_p(probs, 0.0);
     // The processed logits, in place: the next step's self-conditioning signal.
     for x in logits.iter_mut() {
         *x = (f64::from(*x) / t) as f32;
@@ -220,10 +213,10 @@ where
             // threads ([`row_pool`]).
             let draws: Vec<f64> = (0..c).map(|_| rng.next_f64()).collect();
             let rows = row_pool::map_mut(&mut logits, vocab, &mut probs, |r, row, probs| {
-                if let Some((token, &value)) = row
-                    .iter()
-                    .enumerate()
-                    .find(|(_, v)| v.is_nan() || **v == f32::INFINITY)
+                // A branch-free scan first (it vectorizes), the token only in a bad row.
+                let bad = |v: f32| v.is_nan() || v == f32::INFINITY;
+                if row.iter().fold(false, |b, &v| b | bad(v))
+                    && let Some((token, &value)) = row.iter().enumerate().find(|(_, v)| bad(**v))
                 {
                     return Err((r, token, value));
                 }

@@ -10,7 +10,8 @@ use std::path::PathBuf;
 
 use common::ToyModel;
 use lacuna_sampler::{
-    CanvasDenoiser, Common, Denoiser, EntropyBoundConfig, Finish, ReplayDraws, diffusion_gemma,
+    CanvasDenoiser, Common, Denoiser, EntropyBoundConfig, Error, Finish, ReplayDraws,
+    Xoshiro256PlusPlus, diffusion_gemma,
 };
 use serde::Deserialize;
 
@@ -271,4 +272,80 @@ fn settings_are_checked_by_name() {
     let d = EntropyBoundConfig::default();
     assert_eq!(d.temperature(48), 0.8);
     assert!((d.temperature(0) - 0.4).abs() < 1e-12);
+}
+
+/// A decoder whose logits hold one bad value (`value` at row `row`, token `token`).
+struct Bad {
+    vocab: usize,
+    row: usize,
+    token: usize,
+    value: f32,
+}
+
+impl Denoiser for Bad {
+    type Error = Infallible;
+    fn vocab_size(&self) -> usize {
+        self.vocab
+    }
+    fn logits(&mut self, _: &[u32], _: &[usize], _: &mut [f32]) -> Result<(), Infallible> {
+        unreachable!("DiffusionGemma's sampler decodes")
+    }
+}
+
+impl CanvasDenoiser for Bad {
+    fn encode(&mut self, _: &[u32]) -> Result<(), Infallible> {
+        Ok(())
+    }
+    fn decode(&mut self, _: &[u32], _: bool, out: &mut [f32]) -> Result<(), Infallible> {
+        for (i, o) in out.iter_mut().enumerate() {
+            *o = (i % 7) as f32;
+        }
+        out[self.row * self.vocab + self.token] = self.value;
+        Ok(())
+    }
+    fn canvas_length(&self) -> usize {
+        8
+    }
+}
+
+/// The rows run on the pool's threads; a NaN or +inf is still reported with its row and
+/// token (the first bad row's), on one thread and on several.
+#[test]
+fn a_bad_logit_is_a_typed_error_naming_its_row_and_token() {
+    for threads in [1, 3] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .expect("a thread pool");
+        for (row, token, value) in [(0, 0, f32::NAN), (5, 17, f32::INFINITY), (7, 39, f32::NAN)] {
+            let mut d = Bad {
+                vocab: 40,
+                row,
+                token,
+                value,
+            };
+            let config = EntropyBoundConfig {
+                common: Common {
+                    gen_length: 8,
+                    ..Common::default()
+                },
+                ..EntropyBoundConfig::default()
+            };
+            let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
+            let err = pool
+                .install(|| diffusion_gemma::generate(&mut d, &[1, 2], &config, &mut rng, |_| {}))
+                .expect_err("a bad logit");
+            match err {
+                Error::InvalidLogit {
+                    row: r,
+                    token: t,
+                    value: v,
+                } => {
+                    assert_eq!((r, t), (row, token), "{threads} threads");
+                    assert_eq!(v.to_bits(), value.to_bits());
+                }
+                other => panic!("expected InvalidLogit, got {other:?}"),
+            }
+        }
+    }
 }

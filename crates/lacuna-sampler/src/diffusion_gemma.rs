@@ -19,7 +19,8 @@
 //! Random draws, in this order (one uniform each; PyTorch's streams cannot be reproduced):
 //! the initial canvas, position by position (`floor(u · vocab)`); then per step, the sample of
 //! each position (inverse CDF over its probabilities, f64), then the new token of each
-//! rejected position, ascending. Probabilities, entropies and sums are f64, left to right;
+//! rejected position, ascending. Probabilities, entropies and sums are f64 (the row sums in
+//! `lacuna-cpu`'s fixed lane order, the inverse CDF left to right);
 //! ties go to the lower index (sort by entropy, then position; argmax: the lowest token id).
 //!
 //! Differences from the official code:

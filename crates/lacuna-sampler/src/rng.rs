@@ -5,7 +5,8 @@
 //! random number from one [`UniformSource`], in an order documented by each sampler, so that
 //!
 //! * the same seed gives the same tokens on every run, platform and thread count (the
-//!   samplers are single-threaded; the generator has no platform-dependent behaviour), and
+//!   samplers draw on one thread, in row order, before a step's rows spread over threads;
+//!   the generator has no platform-dependent behaviour), and
 //! * tests can inject the exact draws a transcription of the official code consumed
 //!   ([`ReplayDraws`]), making even the random paths comparable number for number.
 //!

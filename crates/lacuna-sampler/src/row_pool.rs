@@ -22,15 +22,11 @@ where
     if n == 0 {
         return Vec::new();
     }
-    let runs = rayon::current_num_threads().clamp(1, n);
-    if scratch.len() < runs {
-        scratch.resize_with(runs, S::default);
-    }
+    let (runs, per) = split(n, scratch);
     if runs == 1 {
         let s = &mut scratch[0];
         return (0..n).map(|i| f(i, s)).collect();
     }
-    let per = n.div_ceil(runs);
     let parts: Vec<Vec<T>> = scratch[..runs]
         .par_iter_mut()
         .enumerate()
@@ -55,11 +51,7 @@ where
     if n == 0 {
         return Vec::new();
     }
-    let runs = rayon::current_num_threads().clamp(1, n);
-    if scratch.len() < runs {
-        scratch.resize_with(runs, S::default);
-    }
-    let per = n.div_ceil(runs);
+    let (runs, per) = split(n, scratch);
     let parts: Vec<Vec<T>> = scratch[..runs]
         .par_iter_mut()
         .zip(logits[..n * vocab].par_chunks_mut(per * vocab))
@@ -72,6 +64,17 @@ where
         })
         .collect();
     parts.into_iter().flatten().collect()
+}
+
+/// `n > 0` items cut into one contiguous run per thread of the current pool (at most `n`
+/// runs of `per` items, the last maybe shorter or empty), `scratch` grown to one per run:
+/// `(runs, per)`.
+fn split<S: Default>(n: usize, scratch: &mut Vec<S>) -> (usize, usize) {
+    let runs = rayon::current_num_threads().clamp(1, n);
+    if scratch.len() < runs {
+        scratch.resize_with(runs, S::default);
+    }
+    (runs, n.div_ceil(runs))
 }
 
 /// Row `i` of `vocab`-wide logits.

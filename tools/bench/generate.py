@@ -37,6 +37,8 @@ def main():
     ap.add_argument("--block-length", type=int, default=32)
     ap.add_argument("--machine-id", default="xeon-2c-amx")
     ap.add_argument("--skip-llama", action="store_true")
+    ap.add_argument("--lacuna-path", help="LACUNA_CPU_PATH for lacuna (e.g. avx2, standing in for an "
+                    "AVX2-only machine); also suffixed to the lacuna result's name")
     ap.add_argument("--builds", nargs="+", default=["amx"], help="llama.cpp builds to run")
     ap.add_argument("--llama-cli", help="llama-diffusion-cli of llama.cpp's own cmake build (the speed "
                     "reference of shared/ORACLE.md), run beside the oracle builds")
@@ -70,7 +72,7 @@ def lacuna(a, model, commit, outdir, g, th, cache):
            "--block-length", str(a.block_length), "--prompt-tokens", str(a.prompt_tokens),
            "--cache", cache, "--threads", str(th), "--runs", "1", "--json",
            "--machine-id", a.machine_id, "--model-id", a.model_id]
-    out, peak = run(cmd)
+    out, peak = run(cmd, env=dict(os.environ, LACUNA_CPU_PATH=a.lacuna_path) if a.lacuna_path else None)
     res = json.loads(out)["result"]
     res["repo_commit"] = commit
     res["model"] = model
@@ -78,8 +80,10 @@ def lacuna(a, model, commit, outdir, g, th, cache):
     # load's peak, which the kernel's reset after the probe drops from wait4's figure).
     if not res["figures"].get("peak_rss_excludes_probe"):
         res["figures"]["peak_rss_bytes"] = peak
-    res["notes"] = f"{shown(cmd)}. Load average before the run: {load}."
-    write(outdir, f"{a.model_id}-generate-g{g}-{cache}-lacuna-t{th}.json", res)
+    env = f"LACUNA_CPU_PATH={a.lacuna_path} " if a.lacuna_path else ""
+    res["notes"] = f"{env}{shown(cmd)}. Load average before the run: {load}."
+    who = "lacuna" + (f"-{a.lacuna_path}" if a.lacuna_path else "")
+    write(outdir, f"{a.model_id}-generate-g{g}-{cache}-{who}-t{th}.json", res)
     f = res["figures"]
     print(f"lacuna    cache {cache:6} gen {g:4} threads {th}: {f['step_ms']['median']:8.1f} ms/step, "
           f"{f['generated_tokens_per_s']:.3f} tokens/s, {f['positions_per_forward']:.0f} positions/forward", flush=True)

@@ -1,23 +1,20 @@
-//! The demo models, compiled into the library so that [`Engine::demo`] (and `lacuna run
-//! --demo`) needs no download. Both are tiny LLaDAs (Q8_0 matrices) trained here by
-//! `tools/train-tiny`:
+//! The demo models, embedded with the `demo` feature so that [`Engine::demo`] (and `lacuna
+//! run --demo`) needs no download. All three are tiny models trained by `tools/train-tiny`
+//! (Q8_0 matrices):
 //!
-//! - [`Demo::Kjv`] (`models/lacuna-tiny-kjv.gguf`, the default): 4 layers, 5.5 M parameters,
-//!   trained on the King James Bible. It writes KJV-style English and knows nothing else.
-//! - [`Demo::Tasks`] (`models/lacuna-tiny-tasks.gguf`): 4 layers, 3.5 M parameters, trained
-//!   on three checkable tasks (`add: 3472+918=` → `4390`, `sort: 41 7 93 7 0 =` → ` 0 7 7 41
-//!   93`, `rev: lantern =` → ` nretnal`), so the fast modes can be judged by the answers they
-//!   get right. Prompts are raw text (no chat template). After two and a half hours of
-//!   training (two sessions) it reverses strings and sorts lists (about 97% of held-out
-//!   problems exactly) and adds about four times in five.
-//!
+//! - [`Demo::Kjv`] (`models/lacuna-tiny-kjv.gguf`, the default): a 4-layer LLaDA, 5.5 M
+//!   parameters, trained on the King James Bible. It writes KJV-style English and knows
+//!   nothing else.
+//! - [`Demo::Tasks`] (`models/lacuna-tiny-tasks.gguf`): a 4-layer LLaDA, 3.5 M parameters,
+//!   trained on three checkable tasks (`add: 3472+918=` → `4390`, `sort: 41 7 93 7 0 =` →
+//!   ` 0 7 7 41 93`, `rev: lantern =` → ` nretnal`), so decoding modes can be judged by the
+//!   answers they get right. Prompts are raw text (no chat template).
 //! - [`Demo::TasksLlada2`] (`models/lacuna-tiny-tasks-llada2.gguf`): the same tasks as a tiny
-//!   `llada2` (LLaDA2's block-causal attention over blocks of 8, four sigmoid-routed experts
-//!   and a shared one), upcycled from the task model and trained with block diffusion, so
-//!   LLaDA2's threshold sampler, its exact block cache and LLaDA2.1 editing are measured on a
-//!   model that knows something.
+//!   `llada2` (block-causal attention over blocks of 8, four sigmoid-routed experts and a
+//!   shared one), for LLaDA2's threshold sampler, its exact block cache and LLaDA2.1 editing.
 //!
-//! `tools/train-tiny/README.md` says how each was trained and how good it is.
+//! Their accuracy per decoding mode is in `docs/decoding.md`; how each was trained in
+//! `tools/train-tiny/README.md`.
 
 use std::fmt;
 use std::str::FromStr;
@@ -27,14 +24,22 @@ use lacuna_gguf::GgufFile;
 use crate::{Engine, EngineOptions, Result, Settings};
 
 /// The bytes of the KJV demo GGUF (about 6 MB).
-pub const DEMO_GGUF: &[u8] = include_bytes!("../../../models/lacuna-tiny-kjv.gguf");
+pub const DEMO_GGUF: &[u8] = include_bytes!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../models/lacuna-tiny-kjv.gguf"
+));
 
 /// The bytes of the task demo GGUF (about 6 MB).
-pub const DEMO_TASKS_GGUF: &[u8] = include_bytes!("../../../models/lacuna-tiny-tasks.gguf");
+pub const DEMO_TASKS_GGUF: &[u8] = include_bytes!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../models/lacuna-tiny-tasks.gguf"
+));
 
 /// The bytes of the task model's `llada2` twin (about 5 MB).
-pub const DEMO_TASKS_LLADA2_GGUF: &[u8] =
-    include_bytes!("../../../models/lacuna-tiny-tasks-llada2.gguf");
+pub const DEMO_TASKS_LLADA2_GGUF: &[u8] = include_bytes!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../models/lacuna-tiny-tasks-llada2.gguf"
+));
 
 /// Transformer blocks of the KJV demo model.
 pub const DEMO_LAYERS: usize = 4;
@@ -101,13 +106,13 @@ impl Demo {
             }
             Demo::Tasks => {
                 "a 4-layer LLaDA (3.5 M parameters) trained on three tasks, as raw prompts: \
-                 `rev: lantern =` and `sort: 41 7 93 7 0 =` (about 97% exact), \
-                 `add: 3472+918=` (about 80%)"
+                 `rev: lantern =`, `sort: 41 7 93 7 0 =` and `add: 3472+918=` (97-99% of \
+                 held-out problems exact)"
             }
             Demo::TasksLlada2 => {
                 "the task model's llada2 twin (block-causal attention, 4 experts + 1 shared, \
-                 4.7 M parameters), trained with block diffusion: `rev: lantern =` (about \
-                 93% exact), `sort: 41 7 93 7 0 =` (about 77%), not `add`"
+                 4.7 M parameters), trained with block diffusion: `rev: lantern =` (97% of \
+                 held-out problems exact), `sort: 41 7 93 7 0 =` (94%), `add: 3472+918=` (84%)"
             }
         }
     }

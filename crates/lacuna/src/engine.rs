@@ -197,6 +197,7 @@ impl Engine {
         self.load_s
     }
 
+    #[cfg(feature = "demo")]
     pub(crate) fn set_load_s(&mut self, s: f64) {
         self.load_s = s;
     }

@@ -30,11 +30,12 @@
 //! # Ok::<(), lacuna::Error>(())
 //! ```
 //!
-//! [`Engine::demo`] loads the demo model built into the library (a tiny LLaDA trained on the
-//! King James Bible), so the pipeline runs without a model file; [`Engine::demo_model`] picks
-//! one of the [`Demo`] models (the other knows three checkable tasks).
+//! Cargo features (all off by default): `demo` embeds the three tiny demo models
+//! (`Engine::demo`, `Demo`; about 15 MB, from a checkout of the repository), `fixture` exports
+//! the random-weight model fixtures (`lacuna::models::fixture`) that tests and benchmarks use.
 
 pub mod batch;
+#[cfg(feature = "demo")]
 mod demo;
 mod engine;
 mod error;
@@ -48,6 +49,7 @@ mod shared;
 mod timed;
 
 pub use batch::{BatchLimits, Histogram};
+#[cfg(feature = "demo")]
 pub use demo::{
     DEMO_GGUF, DEMO_LAYERS, DEMO_PROMPT, DEMO_TASKS_GGUF, DEMO_TASKS_LLADA2_GGUF, Demo, UnknownDemo,
 };

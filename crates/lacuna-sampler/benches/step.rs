@@ -6,7 +6,7 @@
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use lacuna_sampler::{
-    CanvasDenoiser, Common, Denoiser, DreamAlg, DreamConfig, EntropyBoundConfig, LladaConfig,
+    CanvasDenoiser, Common, Denoiser, DreamAlg, DreamConfig, EntropyBoundConfig, LladaConfig, Pass,
     UniformSource, Xoshiro256PlusPlus, diffusion_gemma, dream, llada,
 };
 use std::convert::Infallible;
@@ -37,7 +37,13 @@ impl Denoiser for Fixed {
     fn vocab_size(&self) -> usize {
         self.vocab
     }
-    fn logits(&mut self, _: &[u32], rows: &[usize], out: &mut [f32]) -> Result<(), Infallible> {
+    fn forward(
+        &mut self,
+        _: &[u32],
+        _pass: &Pass,
+        rows: &[usize],
+        out: &mut [f32],
+    ) -> Result<(), Infallible> {
         for (i, _) in rows.iter().enumerate() {
             let r = i % ROWS;
             out[i * self.vocab..(i + 1) * self.vocab]

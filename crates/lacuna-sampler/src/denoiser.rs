@@ -33,6 +33,10 @@ pub enum Pass {
 /// uses: the still-masked positions of the current block for LLaDA, the rows *before* the
 /// masked positions for Dream (whose logits are shifted: position `i` is predicted by row
 /// `i - 1`, and position 0 by row 0).
+///
+/// One method computes: [`Denoiser::forward`]. A denoiser without a key/value cache computes
+/// every [`Pass`] as a full one (samplers never ask it for another: they check
+/// [`Denoiser::supports_cache`] first).
 pub trait Denoiser {
     /// The model's error type.
     type Error: std::error::Error + Send + Sync + 'static;
@@ -41,10 +45,11 @@ pub trait Denoiser {
     fn vocab_size(&self) -> usize;
 
     /// Writes the logits of canvas rows `rows` (ascending, distinct) into `out`, row-major,
-    /// `rows.len() × vocab_size()` values.
-    fn logits(
+    /// `rows.len() × vocab_size()` values, computing them as `pass` says.
+    fn forward(
         &mut self,
         canvas: &[u32],
+        pass: &Pass,
         rows: &[usize],
         out: &mut [f32],
     ) -> Result<(), Self::Error>;
@@ -55,17 +60,14 @@ pub trait Denoiser {
         false
     }
 
-    /// Writes the logits of canvas rows `rows` as [`Denoiser::logits`] does, computing them as
-    /// `pass` says. The default computes every pass as a full one (exact, no cache).
-    fn forward(
+    /// [`Denoiser::forward`] with [`Pass::Full`]: every position through every layer.
+    fn logits(
         &mut self,
         canvas: &[u32],
-        pass: &Pass,
         rows: &[usize],
         out: &mut [f32],
     ) -> Result<(), Self::Error> {
-        let _ = pass;
-        self.logits(canvas, rows, out)
+        self.forward(canvas, &Pass::Full, rows, out)
     }
 }
 
@@ -73,14 +75,6 @@ impl<D: Denoiser + ?Sized> Denoiser for &mut D {
     type Error = D::Error;
     fn vocab_size(&self) -> usize {
         (**self).vocab_size()
-    }
-    fn logits(
-        &mut self,
-        canvas: &[u32],
-        rows: &[usize],
-        out: &mut [f32],
-    ) -> Result<(), Self::Error> {
-        (**self).logits(canvas, rows, out)
     }
     fn supports_cache(&self) -> bool {
         (**self).supports_cache()

@@ -18,14 +18,14 @@
 //! committed cases in `tests/data`.
 //!
 //! ```
-//! use lacuna_sampler::{Common, Denoiser, LladaConfig, Xoshiro256PlusPlus, llada};
+//! use lacuna_sampler::{Common, Denoiser, LladaConfig, Pass, Xoshiro256PlusPlus, llada};
 //!
 //! /// A stand-in model: every row prefers token 7.
 //! struct Toy;
 //! impl Denoiser for Toy {
 //!     type Error = std::convert::Infallible;
 //!     fn vocab_size(&self) -> usize { 10 }
-//!     fn logits(&mut self, _canvas: &[u32], rows: &[usize], out: &mut [f32])
+//!     fn forward(&mut self, _canvas: &[u32], _pass: &Pass, rows: &[usize], out: &mut [f32])
 //!         -> Result<(), Self::Error> {
 //!         for row in out.chunks_exact_mut(10) {
 //!             row.fill(0.0);

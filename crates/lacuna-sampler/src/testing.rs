@@ -1,7 +1,7 @@
 //! A denoiser for the samplers' unit tests: each row computed by a function of the canvas,
 //! the row and the token, every request recorded, failing on demand.
 
-use crate::denoiser::Denoiser;
+use crate::denoiser::{Denoiser, Pass};
 
 /// The error [`FnModel`] fails with.
 #[derive(Debug, thiserror::Error)]
@@ -22,7 +22,13 @@ impl<F: Fn(&[u32], usize, usize) -> f32> Denoiser for FnModel<F> {
     fn vocab_size(&self) -> usize {
         self.vocab
     }
-    fn logits(&mut self, canvas: &[u32], rows: &[usize], out: &mut [f32]) -> Result<(), Boom> {
+    fn forward(
+        &mut self,
+        canvas: &[u32],
+        _pass: &Pass,
+        rows: &[usize],
+        out: &mut [f32],
+    ) -> Result<(), Boom> {
         if self.fail {
             return Err(Boom);
         }

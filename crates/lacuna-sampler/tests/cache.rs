@@ -47,9 +47,6 @@ impl Denoiser for CachingToy {
     fn vocab_size(&self) -> usize {
         VOCAB
     }
-    fn logits(&mut self, canvas: &[u32], rows: &[usize], out: &mut [f32]) -> Result<(), BadWindow> {
-        self.forward(canvas, &Pass::Full, rows, out)
-    }
     fn supports_cache(&self) -> bool {
         true
     }

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use common::ToyModel;
 use lacuna_sampler::{
-    CanvasDenoiser, Common, Denoiser, EntropyBoundConfig, Error, Finish, ReplayDraws,
+    CanvasDenoiser, Common, Denoiser, EntropyBoundConfig, Error, Finish, Pass, ReplayDraws,
     Xoshiro256PlusPlus, diffusion_gemma,
 };
 use serde::Deserialize;
@@ -60,9 +60,10 @@ impl Denoiser for Toy {
     fn vocab_size(&self) -> usize {
         self.model.vocab
     }
-    fn logits(
+    fn forward(
         &mut self,
         canvas: &[u32],
+        _pass: &Pass,
         rows: &[usize],
         out: &mut [f32],
     ) -> Result<(), Infallible> {
@@ -287,7 +288,13 @@ impl Denoiser for Bad {
     fn vocab_size(&self) -> usize {
         self.vocab
     }
-    fn logits(&mut self, _: &[u32], _: &[usize], _: &mut [f32]) -> Result<(), Infallible> {
+    fn forward(
+        &mut self,
+        _: &[u32],
+        _pass: &Pass,
+        _: &[usize],
+        _: &mut [f32],
+    ) -> Result<(), Infallible> {
         unreachable!("DiffusionGemma's sampler decodes")
     }
 }

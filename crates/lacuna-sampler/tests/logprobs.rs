@@ -11,7 +11,7 @@ use std::rc::Rc;
 use common::ToyModel;
 use lacuna_sampler::{
     Common, Denoiser, DreamAlg, DreamConfig, Generation, Llada2Config, LladaConfig, ParallelConfig,
-    Rnd1Config, StepView, TokenLogprob, Xoshiro256PlusPlus, dream, llada, llada2, rnd1,
+    Pass, Rnd1Config, StepView, TokenLogprob, Xoshiro256PlusPlus, dream, llada, llada2, rnd1,
 };
 
 const VOCAB: usize = 12;
@@ -36,9 +36,10 @@ impl Denoiser for Recorder {
     fn vocab_size(&self) -> usize {
         VOCAB
     }
-    fn logits(
+    fn forward(
         &mut self,
         canvas: &[u32],
+        _pass: &Pass,
         rows: &[usize],
         out: &mut [f32],
     ) -> Result<(), Infallible> {

@@ -316,10 +316,6 @@ where
         self.vocab
     }
 
-    fn logits(&mut self, canvas: &[u32], rows: &[usize], out: &mut [f32]) -> Result<(), TurnError> {
-        self.forward(canvas, &Pass::Full, rows, out)
-    }
-
     fn supports_cache(&self) -> bool {
         true
     }

@@ -20,9 +20,6 @@ impl<D: Denoiser + ?Sized> Denoiser for Timed<'_, D> {
         self.inner.vocab_size()
     }
 
-    fn logits(&mut self, canvas: &[u32], rows: &[usize], out: &mut [f32]) -> Result<(), D::Error> {
-        self.inner.logits(canvas, rows, out)
-    }
 
     fn supports_cache(&self) -> bool {
         self.inner.supports_cache()

@@ -131,10 +131,6 @@ impl<B: Backend> Denoiser for Bound<'_, B> {
         self.model.vocab_size()
     }
 
-    fn logits(&mut self, canvas: &[u32], rows: &[usize], out: &mut [f32]) -> Result<()> {
-        self.forward(canvas, &Pass::Full, rows, out)
-    }
-
     fn supports_cache(&self) -> bool {
         true
     }

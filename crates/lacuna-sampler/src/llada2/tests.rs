@@ -14,9 +14,6 @@ impl Denoiser for Recorder {
     fn vocab_size(&self) -> usize {
         8
     }
-    fn logits(&mut self, c: &[u32], rows: &[usize], out: &mut [f32]) -> Result<(), Self::Error> {
-        self.forward(c, &Pass::Full, rows, out)
-    }
     fn supports_cache(&self) -> bool {
         true
     }
@@ -140,9 +137,10 @@ fn editing_never_touches_the_prompt() {
         fn vocab_size(&self) -> usize {
             8
         }
-        fn logits(
+        fn forward(
             &mut self,
             _: &[u32],
+            _pass: &Pass,
             rows: &[usize],
             out: &mut [f32],
         ) -> Result<(), Self::Error> {

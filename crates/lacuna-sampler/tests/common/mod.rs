@@ -3,7 +3,7 @@
 
 #![allow(dead_code, unreachable_pub)]
 
-use lacuna_sampler::Denoiser;
+use lacuna_sampler::{Denoiser, Pass};
 use std::convert::Infallible;
 
 pub fn mix64(mut z: u64) -> u64 {
@@ -57,9 +57,10 @@ impl Denoiser for ToyModel {
     fn vocab_size(&self) -> usize {
         self.vocab
     }
-    fn logits(
+    fn forward(
         &mut self,
         canvas: &[u32],
+        _pass: &Pass,
         rows: &[usize],
         out: &mut [f32],
     ) -> Result<(), Infallible> {

@@ -2,7 +2,7 @@
 //! graph calls these generic operations with shapes, never layer names.
 //!
 //! Everything a forward pass touches lives where the backend computes: activations,
-//! workspaces and key/value caches are backend-owned buffers ([`Backend::Buf`], row-major
+//! workspaces and key/value caches are backend-owned buffers ([`Buffers::Buf`], row-major
 //! f32 `[tokens x width]`, reused across passes and addressed through views of element
 //! ranges); weights, norm vectors and the embedding table are prepared once at load. The
 //! host hands over token ids and row indices and takes back only logits (and a MoE
@@ -73,7 +73,7 @@ pub struct RopeParams {
     pub freq_scale: f32,
 }
 
-/// The matrix weights of a file, as [`Backend::plan_weights`] is told them.
+/// The matrix weights of a file, as [`Weights::plan_weights`] is told them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct WeightPlan {
     /// Elements of the mixture-of-experts tensors (`*_exps.weight`).
@@ -109,36 +109,45 @@ pub struct PlannedMatrix {
     pub expert: bool,
 }
 
-/// Operations a model graph needs from a compute device.
-pub trait Backend {
+/// The buffers a backend computes in: growable f32 buffers it owns (activations,
+/// workspaces, key/value caches) and views of their element ranges.
+pub trait Buffers {
+    /// A growable f32 buffer owned by the backend (activations, workspaces, caches).
+    type Buf: Default + Send;
+    /// A read-only view of a range of a [`Buffers::Buf`].
+    type View<'a>: Copy
+    where
+        Self: 'a;
+    /// A writable view of a range of a [`Buffers::Buf`].
+    type ViewMut<'a>
+    where
+        Self: 'a;
+
+    /// Grows `buf` to at least `len` elements, keeping its contents.
+    fn ensure(&mut self, buf: &mut Self::Buf, len: usize) -> Result<()>;
+
+    /// Elements `buf` holds.
+    fn buf_len(buf: &Self::Buf) -> usize;
+
+    /// A view of elements `range` of `buf` (within [`Buffers::buf_len`]).
+    fn view(buf: &Self::Buf, range: Range<usize>) -> Self::View<'_>;
+
+    /// A writable view of elements `range` of `buf`.
+    fn view_mut(buf: &mut Self::Buf, range: Range<usize>) -> Self::ViewMut<'_>;
+
+    /// A shorter-lived copy of a writable view (for two operations on one output).
+    fn reborrow<'a>(view: &'a mut Self::ViewMut<'_>) -> Self::ViewMut<'a>;
+}
+
+/// The weights a backend holds: matrices, vectors and the embedding table, each prepared once
+/// at load from the file's bytes.
+pub trait Weights {
     /// A weight matrix prepared (possibly repacked) for [`Backend::matmul`].
     type Weight: Send + Sync;
     /// An f32 vector prepared at load: a norm's weight or a projection's bias.
     type Vector: Send + Sync;
     /// The token embedding table, prepared at load for [`Backend::embed`].
     type Table: Send + Sync;
-    /// A growable f32 buffer owned by the backend (activations, workspaces, caches).
-    type Buf: Default + Send;
-    /// A read-only view of a range of a [`Backend::Buf`].
-    type View<'a>: Copy
-    where
-        Self: 'a;
-    /// A writable view of a range of a [`Backend::Buf`].
-    type ViewMut<'a>
-    where
-        Self: 'a;
-
-    /// A short name for logs and benchmark files.
-    fn name(&self) -> String;
-
-    /// Checks, once at load and before any weight is prepared, that this backend runs every
-    /// operation of a model with these hyperparameters, so that no pass fails on a shape
-    /// the device cannot take ([`crate::Error::UnsupportedShape`]). `config` is valid (as
-    /// [`Config::from_metadata`] returns it). The default accepts every valid config.
-    fn check_config(&self, config: &Config) -> Result<()> {
-        let _ = config;
-        Ok(())
-    }
 
     /// Prepares `n` rows of `k` elements of type `ty` (ggml row-major bytes), once at load.
     fn prepare_weight(
@@ -149,7 +158,7 @@ pub trait Backend {
         bytes: &[u8],
     ) -> Result<Self::Weight>;
 
-    /// [`Backend::prepare_weight`] over bytes the caller built and no longer needs (a
+    /// [`Weights::prepare_weight`] over bytes the caller built and no longer needs (a
     /// matrix derived at load): a backend may keep them without a copy, so they are never
     /// held twice. The default prepares from a borrow and drops them.
     fn prepare_weight_owned(
@@ -162,7 +171,7 @@ pub trait Backend {
         self.prepare_weight(ty, n, k, &bytes)
     }
 
-    /// [`Backend::prepare_weight`] (or, for one expert, [`Backend::prepare_expert`]) over a
+    /// [`Weights::prepare_weight`] (or, for one expert, [`Weights::prepare_expert`]) over a
     /// tensor of the model file, with a handle that keeps the file's bytes alive: a backend
     /// may hold them in place instead of copying them (the CPU backend's compact layout:
     /// loading then costs nothing). Returns the weight and whether it holds the file's
@@ -194,8 +203,8 @@ pub trait Backend {
     }
 
     /// Told, before any weight is prepared, how many matrix weights the file holds, so that
-    /// a backend can choose how to keep them ([`Backend::prepare_weight`],
-    /// [`Backend::prepare_expert`]). The default ignores it.
+    /// a backend can choose how to keep them ([`Weights::prepare_weight`],
+    /// [`Weights::prepare_expert`]). The default ignores it.
     fn plan_weights(&mut self, plan: WeightPlan) -> Result<()> {
         let _ = plan;
         Ok(())
@@ -203,7 +212,7 @@ pub trait Backend {
 
     /// Prepares one expert of a mixture-of-experts layer: a matrix each forward pass reads
     /// for few tokens, which a backend may keep in a compact form. Defaults to
-    /// [`Backend::prepare_weight`].
+    /// [`Weights::prepare_weight`].
     fn prepare_expert(
         &self,
         ty: GgmlType,
@@ -230,23 +239,24 @@ pub trait Backend {
         bytes: &[u8],
     ) -> Result<Self::Table>;
 
-    /// Grows `buf` to at least `len` elements, keeping its contents.
-    fn ensure(&mut self, buf: &mut Self::Buf, len: usize) -> Result<()>;
-
-    /// Elements `buf` holds.
-    fn buf_len(buf: &Self::Buf) -> usize;
-
-    /// A view of elements `range` of `buf` (within [`Backend::buf_len`]).
-    fn view(buf: &Self::Buf, range: Range<usize>) -> Self::View<'_>;
-
-    /// A writable view of elements `range` of `buf`.
-    fn view_mut(buf: &mut Self::Buf, range: Range<usize>) -> Self::ViewMut<'_>;
-
-    /// A shorter-lived copy of a writable view (for two operations on one output).
-    fn reborrow<'a>(view: &'a mut Self::ViewMut<'_>) -> Self::ViewMut<'a>;
-
     /// A prepared vector's values, on the host.
     fn vector_to_host(&mut self, v: &Self::Vector) -> Result<Vec<f32>>;
+}
+
+/// Operations a model graph needs from a compute device, over its [`Buffers`] and
+/// [`Weights`].
+pub trait Backend: Buffers + Weights {
+    /// A short name for logs and benchmark files.
+    fn name(&self) -> String;
+
+    /// Checks, once at load and before any weight is prepared, that this backend runs every
+    /// operation of a model with these hyperparameters, so that no pass fails on a shape
+    /// the device cannot take ([`crate::Error::UnsupportedShape`]). `config` is valid (as
+    /// [`Config::from_metadata`] returns it). The default accepts every valid config.
+    fn check_config(&self, config: &Config) -> Result<()> {
+        let _ = config;
+        Ok(())
+    }
 
     /// The embedding rows of `tokens` into `out` (`tokens.len() x width`); `bytes` are the
     /// table's file bytes. The ids are below the table's rows (the graph checked them).

@@ -13,7 +13,7 @@ use lacuna_cpu::{Mask, PackedWeight, RopeMode, Workspace};
 use lacuna_gguf::SharedBytes;
 use lacuna_quant::GgmlType;
 
-use crate::backend::{AttnShape, Backend, RopeParams, WeightPlan};
+use crate::backend::{AttnShape, Backend, Buffers, RopeParams, WeightPlan, Weights};
 use crate::{Error, Result, RopeStyle};
 
 /// How quantized matrix weights are kept: repacked to int8 panels (fast at every canvas
@@ -181,20 +181,39 @@ pub struct CpuTable {
     row_bytes: usize,
 }
 
-impl Backend for CpuBackend {
-    type Weight = PackedWeight;
-    type Vector = Vec<f32>;
-    type Table = CpuTable;
+impl Buffers for CpuBackend {
     type Buf = Vec<f32>;
     type View<'a> = &'a [f32];
     type ViewMut<'a> = &'a mut [f32];
 
-    fn name(&self) -> String {
-        match lacuna_cpu::Path::active() {
-            Ok(p) => format!("cpu-{p:?}").to_lowercase(),
-            Err(_) => "cpu".to_string(),
+    fn ensure(&mut self, buf: &mut Vec<f32>, len: usize) -> Result<()> {
+        if buf.len() < len {
+            buf.resize(len, 0.0);
         }
+        Ok(())
     }
+
+    fn buf_len(buf: &Vec<f32>) -> usize {
+        buf.len()
+    }
+
+    fn view(buf: &Vec<f32>, range: Range<usize>) -> &[f32] {
+        &buf[range]
+    }
+
+    fn view_mut(buf: &mut Vec<f32>, range: Range<usize>) -> &mut [f32] {
+        &mut buf[range]
+    }
+
+    fn reborrow<'a>(view: &'a mut &mut [f32]) -> &'a mut [f32] {
+        view
+    }
+}
+
+impl Weights for CpuBackend {
+    type Weight = PackedWeight;
+    type Vector = Vec<f32>;
+    type Table = CpuTable;
 
     fn prepare_weight(
         &self,
@@ -297,31 +316,17 @@ impl Backend for CpuBackend {
         })
     }
 
-    fn ensure(&mut self, buf: &mut Vec<f32>, len: usize) -> Result<()> {
-        if buf.len() < len {
-            buf.resize(len, 0.0);
-        }
-        Ok(())
-    }
-
-    fn buf_len(buf: &Vec<f32>) -> usize {
-        buf.len()
-    }
-
-    fn view(buf: &Vec<f32>, range: Range<usize>) -> &[f32] {
-        &buf[range]
-    }
-
-    fn view_mut(buf: &mut Vec<f32>, range: Range<usize>) -> &mut [f32] {
-        &mut buf[range]
-    }
-
-    fn reborrow<'a>(view: &'a mut &mut [f32]) -> &'a mut [f32] {
-        view
-    }
-
     fn vector_to_host(&mut self, v: &Vec<f32>) -> Result<Vec<f32>> {
         Ok(v.clone())
+    }
+}
+
+impl Backend for CpuBackend {
+    fn name(&self) -> String {
+        match lacuna_cpu::Path::active() {
+            Ok(p) => format!("cpu-{p:?}").to_lowercase(),
+            Err(_) => "cpu".to_string(),
+        }
     }
 
     fn embed(

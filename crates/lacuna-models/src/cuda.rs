@@ -12,7 +12,7 @@ use lacuna_cuda::repack::Repacked;
 use lacuna_cuda::{AttnArgs, DevBuf, DevView, DevWeight, Gpu};
 use lacuna_quant::GgmlType;
 
-use crate::backend::{AttnShape, Backend, RopeParams, WeightPlan};
+use crate::backend::{AttnShape, Backend, Buffers, RopeParams, WeightPlan, Weights};
 use crate::{Config, Error, Result, RopeStyle};
 
 /// Runs a graph on one NVIDIA GPU (compute capability 8.0 or newer).
@@ -51,30 +51,36 @@ fn repacked_bytes(elements: u64) -> u64 {
     elements.saturating_mul(9) / 8 + elements / 32
 }
 
-impl Backend for CudaBackend {
-    type Weight = DevWeight;
-    type Vector = DevBuf;
-    type Table = DevWeight;
+impl Buffers for CudaBackend {
     type Buf = DevBuf;
     type View<'a> = DevView<'a>;
     type ViewMut<'a> = DevView<'a>;
 
-    fn name(&self) -> String {
-        let (major, minor) = self.gpu.info().cc;
-        format!("cuda-sm{major}{minor}")
+    fn ensure(&mut self, buf: &mut DevBuf, len: usize) -> Result<()> {
+        Ok(self.gpu.ensure_f32(buf, len)?)
     }
 
-    fn check_config(&self, config: &Config) -> Result<()> {
-        if !AttnArgs::supports_head_dim(config.head_dim) {
-            return Err(Error::UnsupportedShape {
-                backend: self.name(),
-                what: "head width",
-                value: config.head_dim,
-                supported: AttnArgs::HEAD_DIMS,
-            });
-        }
-        Ok(())
+    fn buf_len(buf: &DevBuf) -> usize {
+        buf.len()
     }
+
+    fn view(buf: &DevBuf, range: Range<usize>) -> DevView<'_> {
+        buf.view(range)
+    }
+
+    fn view_mut(buf: &mut DevBuf, range: Range<usize>) -> DevView<'_> {
+        buf.view(range)
+    }
+
+    fn reborrow<'a>(view: &'a mut DevView<'_>) -> DevView<'a> {
+        *view
+    }
+}
+
+impl Weights for CudaBackend {
+    type Weight = DevWeight;
+    type Vector = DevBuf;
+    type Table = DevWeight;
 
     fn prepare_weight(&self, ty: GgmlType, n: usize, k: usize, bytes: &[u8]) -> Result<DevWeight> {
         Ok(self.gpu.weight(&Repacked::new(ty, n, k, bytes)?)?)
@@ -117,30 +123,29 @@ impl Backend for CudaBackend {
         Ok(self.gpu.weight(&Repacked::new(ty, rows, width, bytes)?)?)
     }
 
-    fn ensure(&mut self, buf: &mut DevBuf, len: usize) -> Result<()> {
-        Ok(self.gpu.ensure_f32(buf, len)?)
-    }
-
-    fn buf_len(buf: &DevBuf) -> usize {
-        buf.len()
-    }
-
-    fn view(buf: &DevBuf, range: Range<usize>) -> DevView<'_> {
-        buf.view(range)
-    }
-
-    fn view_mut(buf: &mut DevBuf, range: Range<usize>) -> DevView<'_> {
-        buf.view(range)
-    }
-
-    fn reborrow<'a>(view: &'a mut DevView<'_>) -> DevView<'a> {
-        *view
-    }
-
     fn vector_to_host(&mut self, v: &DevBuf) -> Result<Vec<f32>> {
         let mut out = vec![0.0; v.len()];
         self.gpu.download(v.view(0..v.len()), &mut out)?;
         Ok(out)
+    }
+}
+
+impl Backend for CudaBackend {
+    fn name(&self) -> String {
+        let (major, minor) = self.gpu.info().cc;
+        format!("cuda-sm{major}{minor}")
+    }
+
+    fn check_config(&self, config: &Config) -> Result<()> {
+        if !AttnArgs::supports_head_dim(config.head_dim) {
+            return Err(Error::UnsupportedShape {
+                backend: self.name(),
+                what: "head width",
+                value: config.head_dim,
+                supported: AttnArgs::HEAD_DIMS,
+            });
+        }
+        Ok(())
     }
 
     fn embed(

@@ -26,6 +26,7 @@ mod cpu;
 mod cuda;
 mod device;
 mod error;
+#[cfg(any(test, feature = "fixture"))]
 pub mod fixture;
 mod model;
 pub mod preset;
@@ -33,7 +34,7 @@ mod quantize;
 mod weights;
 
 pub use arch::{Arch, RopeStyle};
-pub use backend::{Backend, PlannedMatrix, WeightPlan};
+pub use backend::{Backend, Buffers, PlannedMatrix, WeightPlan, Weights};
 pub use config::{Config, EbDefaults, Gating, GemmaConfig, GemmaLayerShape, MoeConfig};
 pub use cpu::{CpuBackend, WeightLayout};
 pub use cuda::CudaBackend;

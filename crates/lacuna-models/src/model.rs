@@ -150,7 +150,7 @@ impl<B: Backend> Model<B> {
     /// the file's pages after each lookup: each token faults in its neighbours too, and a
     /// canvas of uniform noise (DiffusionGemma) otherwise gathered most of a 0.6 GB table
     /// within a few steps. Not the head's: a head held in the file's pages in place
-    /// ([`Backend::prepare_in_file`]) would lose them before every step.
+    /// ([`Weights::prepare_in_file`](crate::Weights::prepare_in_file)) would lose them before every step.
     fn table_bytes<'a>(
         file: &'a GgufFile,
         embd: &TensorInfo,

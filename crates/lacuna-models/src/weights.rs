@@ -27,7 +27,7 @@ pub(crate) struct MatCost {
     pub(crate) k: usize,
     /// Bytes of the tensor's data in the GGUF file.
     pub(crate) file_bytes: u64,
-    /// Bytes of the backend's prepared copy ([`Backend::weight_bytes`]).
+    /// Bytes of the backend's prepared copy ([`Weights::weight_bytes`](crate::Weights::weight_bytes)).
     pub(crate) held_bytes: u64,
 }
 

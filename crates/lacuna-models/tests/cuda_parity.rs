@@ -15,7 +15,9 @@
 
 use lacuna_gguf::GgufFile;
 use lacuna_models::fixture::{FixtureSpec, QuantMix, Shape, build};
-use lacuna_models::{Arch, Backend, BatchPass, CpuBackend, CudaBackend, KvCache, Model, PassSpec};
+use lacuna_models::{
+    Arch, Backend, BatchPass, Buffers, CpuBackend, CudaBackend, KvCache, Model, PassSpec, Weights,
+};
 use lacuna_sampler::Pass;
 
 mod common;

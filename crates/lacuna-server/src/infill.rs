@@ -19,57 +19,73 @@
 //! false}` per settled piece and a last one with `"stop": true`.
 
 use lacuna::Settings;
-use serde_json::{Map, Value};
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+use serde_json::Value;
 
 use crate::error::ApiError;
-use crate::params::{ApiRequest, Fields, diffusion, stop_sequences};
+use crate::params::{
+    ApiRequest, Count, Diffusion, Flag, List, ListWhat, Num, Seed, Stop, Text, decode,
+    stop_sequences,
+};
 
-/// The fields `/infill` reads.
-const FIELDS: &[&str] = &[
-    "input_prefix",
-    "input_suffix",
-    "input_extra",
-    "prompt",
-    "n_predict",
-    "temperature",
-    "top_k",
-    "top_p",
-    "seed",
-    "stop",
-    "stream",
-    "model",
-    "diffusion",
-];
+/// An `/infill` body. llama.cpp's scheduling hints are accepted and not read.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a JSON object")]
+struct InfillBody {
+    input_prefix: Option<Text>,
+    input_suffix: Option<Text>,
+    input_extra: Option<List<Chunk, Chunks>>,
+    prompt: Option<Text>,
+    n_predict: Option<Value>,
+    temperature: Option<Num>,
+    top_k: Option<Count>,
+    top_p: Option<Num>,
+    seed: Option<Seed>,
+    stop: Option<Stop>,
+    stream: Option<Flag>,
+    model: Option<Text>,
+    diffusion: Option<Diffusion>,
+    #[serde(rename = "cache_prompt")]
+    _cache_prompt: Option<IgnoredAny>,
+    #[serde(rename = "t_max_prompt_ms")]
+    _t_max_prompt_ms: Option<IgnoredAny>,
+    #[serde(rename = "t_max_predict_ms")]
+    _t_max_predict_ms: Option<IgnoredAny>,
+    #[serde(rename = "n_indent")]
+    _n_indent: Option<IgnoredAny>,
+    #[serde(rename = "samplers")]
+    _samplers: Option<IgnoredAny>,
+    #[serde(rename = "response_fields")]
+    _response_fields: Option<IgnoredAny>,
+    #[serde(rename = "id_slot")]
+    _id_slot: Option<IgnoredAny>,
+}
 
-/// llama.cpp's hints that do not change what is generated.
-const IGNORED: &[&str] = &[
-    "cache_prompt",
-    "t_max_prompt_ms",
-    "t_max_predict_ms",
-    "n_indent",
-    "samplers",
-    "response_fields",
-    "id_slot",
-];
+/// One `input_extra` chunk (other fields are not read).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(expecting = "an object")]
+struct Chunk {
+    filename: Option<Text>,
+    text: Option<Text>,
+}
 
-/// Parses an `/infill` body (an object) into the request the completion machinery runs.
-pub(crate) fn parse(obj: &Map<String, Value>) -> Result<ApiRequest, ApiError> {
-    if let Some(key) = obj
-        .keys()
-        .find(|k| !FIELDS.contains(&k.as_str()) && !IGNORED.contains(&k.as_str()))
-    {
-        return Err(ApiError::invalid(
-            key.clone(),
-            format!("Unrecognized or unsupported /infill argument: {key}"),
-        )
-        .with_code("unsupported_parameter"));
-    }
-    let f = Fields { obj, prefix: "" };
-    let mut prefix = extra(obj.get("input_extra"))?;
-    prefix.push_str(&f.string("input_prefix")?.unwrap_or_default());
-    prefix.push_str(&f.string("prompt")?.unwrap_or_default());
-    let suffix = f.string("input_suffix")?.unwrap_or_default();
-    let gen_length = match obj.get("n_predict") {
+#[derive(Debug, Clone)]
+enum Chunks {}
+
+impl ListWhat for Chunks {
+    const WHAT: &'static str = "an array of {\"filename\", \"text\"} objects";
+}
+
+/// Parses an `/infill` body into the request the completion machinery runs.
+pub(crate) fn parse(body: &[u8]) -> Result<ApiRequest, ApiError> {
+    let b: InfillBody = decode(body, "Unrecognized or unsupported /infill argument")?;
+    let text = |t: Option<Text>| t.map(|t| t.0).unwrap_or_default();
+    let mut prefix = extra(b.input_extra.map(|l| l.0).unwrap_or_default());
+    prefix.push_str(&text(b.input_prefix));
+    prefix.push_str(&text(b.prompt));
+    let suffix = text(b.input_suffix);
+    let gen_length = match &b.n_predict {
         None | Some(Value::Null) => None,
         Some(Value::Number(n)) if n.as_i64() == Some(-1) => None,
         Some(Value::Number(n)) if n.as_u64().is_some_and(|v| v >= 1) => {
@@ -82,7 +98,7 @@ pub(crate) fn parse(obj: &Map<String, Value>) -> Result<ApiRequest, ApiError> {
             ));
         }
     };
-    let temperature = f.number("temperature")?;
+    let temperature = b.temperature.map(|t| t.0);
     if let Some(t) = temperature.filter(|t| !(0.0..=2.0).contains(t)) {
         return Err(ApiError::invalid(
             "temperature",
@@ -92,20 +108,20 @@ pub(crate) fn parse(obj: &Map<String, Value>) -> Result<ApiRequest, ApiError> {
     let mut g = Settings {
         gen_length,
         temperature,
-        top_k: f.usize("top_k")?.filter(|&k| k > 0),
-        top_p: f.number("top_p")?.filter(|&p| p > 0.0 && p < 1.0),
-        seed: f.usize("seed")?.map(|s| s as u64),
+        top_k: b.top_k.map(|k| k.0).filter(|&k| k > 0),
+        top_p: b.top_p.map(|p| p.0).filter(|&p| p > 0.0 && p < 1.0),
+        seed: b.seed.map(|s| s.0),
         ..Settings::default()
     };
-    if let Some(d) = obj.get("diffusion") {
-        diffusion(d, &mut g)?;
+    if let Some(d) = b.diffusion {
+        d.apply(&mut g);
     }
     Ok(ApiRequest {
-        model: f.string("model")?.unwrap_or_default(),
+        model: text(b.model),
         prompt: lacuna::Prompt::Text(prefix),
         settings: g,
-        stop: stop_sequences(&f)?,
-        stream: f.bool("stream")?.unwrap_or(false),
+        stop: stop_sequences(b.stop)?,
+        stream: b.stream.is_some_and(|f| f.0),
         include_usage: false,
         include_canvas: false,
         suffix: Some(suffix),
@@ -115,42 +131,19 @@ pub(crate) fn parse(obj: &Map<String, Value>) -> Result<ApiRequest, ApiError> {
 }
 
 /// `input_extra` as text before the prefix: `filename\ntext\n` per chunk.
-fn extra(v: Option<&Value>) -> Result<String, ApiError> {
-    let list = match v {
-        None | Some(Value::Null) => return Ok(String::new()),
-        Some(Value::Array(list)) => list,
-        Some(_) => {
-            return Err(ApiError::invalid(
-                "input_extra",
-                "`input_extra` must be an array of {\"filename\", \"text\"} objects",
-            ));
-        }
-    };
+fn extra(chunks: Vec<Chunk>) -> String {
     let mut out = String::new();
-    for (i, chunk) in list.iter().enumerate() {
-        let field = |k: &str| match chunk.get(k) {
-            None | Some(Value::Null) => Ok(""),
-            Some(Value::String(s)) => Ok(s.as_str()),
-            Some(_) => Err(ApiError::invalid(
-                format!("input_extra[{i}].{k}"),
-                format!("`input_extra[{i}].{k}` must be a string"),
-            )),
-        };
-        if !chunk.is_object() {
-            return Err(ApiError::invalid(
-                format!("input_extra[{i}]"),
-                "each `input_extra` chunk must be an object",
-            ));
-        }
-        let (name, text) = (field("filename")?, field("text")?);
+    for chunk in chunks {
+        let name = chunk.filename.map(|t| t.0).unwrap_or_default();
+        let text = chunk.text.map(|t| t.0).unwrap_or_default();
         if !name.is_empty() {
-            out.push_str(name);
+            out.push_str(&name);
             out.push('\n');
         }
-        out.push_str(text);
+        out.push_str(&text);
         if !text.is_empty() && !text.ends_with('\n') {
             out.push('\n');
         }
     }
-    Ok(out)
+    out
 }

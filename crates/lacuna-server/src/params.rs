@@ -1,15 +1,22 @@
-//! The request bodies of `/v1/chat/completions` and `/v1/completions`, read field by field so
-//! that every error names its parameter, every field we do not support is a 400 naming it
-//! (never accepted and ignored), and diffusion settings come from the `diffusion` extension
-//! object. This is syntax only: the fields fill a [`lacuna::Settings`], whose
+//! The request bodies of `/v1/chat/completions` and `/v1/completions` as typed structs
+//! (serde, `deny_unknown_fields`), so that every error names its parameter by its path, every
+//! field we do not support is a 400 naming it (never accepted and ignored), and diffusion
+//! settings come from the `diffusion` extension object. This is syntax only: the fields fill a [`lacuna::Settings`], whose
 //! [`request`](lacuna::Settings::request) applies the presets and defaults for the model,
 //! exactly as `lacuna run`'s flags do.
 
 use lacuna::models::Arch;
 use lacuna::{ChatMessage, GenerateRequest, Prompt, Settings, SettingsError};
-use serde_json::{Map, Value};
+use serde::Deserialize;
+use serde_json::Value;
 
 use crate::error::ApiError;
+
+mod fields;
+
+pub(crate) use fields::{
+    Count, Counts, Flag, List, ListWhat, LogprobsField, Named, Num, Seed, Stop, Text,
+};
 
 /// Which endpoint a body was sent to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,104 +60,305 @@ pub(crate) struct ApiRequest {
 /// Tokens generated when the request gives no `max_tokens` (the library's default).
 pub const DEFAULT_MAX_TOKENS: usize = lacuna::settings::DEFAULT_GEN_LENGTH;
 
-/// The fields we read (others are 400).
-const COMMON: &[&str] = &[
-    "model",
-    "max_tokens",
-    "max_completion_tokens",
-    "temperature",
-    "top_p",
-    "top_k",
-    "seed",
-    "stop",
-    "stream",
-    "stream_options",
-    "n",
-    "user",
-    "presence_penalty",
-    "frequency_penalty",
-    "logprobs",
-    "diffusion",
-];
-const CHAT_ONLY: &[&str] = &[
-    "messages",
-    "response_format",
-    "parallel_tool_calls",
-    "tool_choice",
-    "top_logprobs",
-];
-const COMPLETION_ONLY: &[&str] = &["prompt", "echo", "best_of", "suffix"];
-const DIFFUSION: &[&str] = &[
-    "steps",
-    "block_length",
-    "remasking",
-    "algorithm",
-    "alg_temp",
-    "cfg_scale",
-    "cache",
-    "parallel",
-    "threshold",
-    "factor",
-    "entropy_bound",
-    "fast",
-    "editing",
-    "editing_threshold",
-    "max_post_steps",
-    "keep_after_eos",
-    "infill_lengths",
-];
+/// The body of `/v1/chat/completions` and `/v1/completions`: every field either endpoint
+/// reads (a field of the other endpoint is refused by [`parse`]); any other field is a 400
+/// naming it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "a JSON object")]
+struct Body {
+    model: Option<Text>,
+    messages: Option<List<Message, Messages>>,
+    prompt: Option<Value>,
+    max_tokens: Option<Count>,
+    max_completion_tokens: Option<Count>,
+    temperature: Option<Num>,
+    top_p: Option<Num>,
+    top_k: Option<Count>,
+    seed: Option<Seed>,
+    stop: Option<Stop>,
+    stream: Option<Flag>,
+    stream_options: Option<StreamOptions>,
+    n: Option<Count>,
+    /// Checked to be a string; not used.
+    #[serde(rename = "user")]
+    _user: Option<Text>,
+    presence_penalty: Option<Num>,
+    frequency_penalty: Option<Num>,
+    logprobs: Option<LogprobsField>,
+    top_logprobs: Option<Count>,
+    echo: Option<Flag>,
+    best_of: Option<Count>,
+    suffix: Option<Text>,
+    response_format: Option<Value>,
+    parallel_tool_calls: Option<Value>,
+    tool_choice: Option<Value>,
+    diffusion: Option<Diffusion>,
+}
+
+impl Body {
+    /// The fields of the other endpoint that this body sets.
+    fn foreign_field(&self, endpoint: Endpoint) -> Option<&'static str> {
+        let chat = [
+            ("messages", self.messages.is_some()),
+            ("response_format", self.response_format.is_some()),
+            ("parallel_tool_calls", self.parallel_tool_calls.is_some()),
+            ("tool_choice", self.tool_choice.is_some()),
+            ("top_logprobs", self.top_logprobs.is_some()),
+        ];
+        let completion = [
+            ("prompt", self.prompt.is_some()),
+            ("echo", self.echo.is_some()),
+            ("best_of", self.best_of.is_some()),
+            ("suffix", self.suffix.is_some()),
+        ];
+        let foreign: &[(&'static str, bool)] = match endpoint {
+            Endpoint::Chat => &completion,
+            Endpoint::Completion | Endpoint::Infill => &chat,
+        };
+        foreign.iter().find(|(_, set)| *set).map(|(name, _)| *name)
+    }
+}
+
+/// `stream_options`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "an object")]
+struct StreamOptions {
+    include_usage: Option<Flag>,
+    /// Extension: every step's whole canvas in the chunks.
+    include_canvas: Option<Flag>,
+}
+
+/// One chat message.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "an object")]
+struct Message {
+    role: Option<Text>,
+    content: Option<Content>,
+    /// Checked to be a string; not used.
+    #[serde(rename = "name")]
+    _name: Option<Text>,
+}
+
+/// What a [`List`] of messages is.
+#[derive(Debug, Clone)]
+enum Messages {}
+
+impl ListWhat for Messages {
+    const WHAT: &'static str = "an array of messages";
+}
+
+/// A message's `content`: a string, or an array of `{"type": "text", "text"}` parts.
+#[derive(Debug, Clone)]
+struct Content(Vec<Part>);
+
+impl<'de> Deserialize<'de> for Content {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Content;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string or an array of text parts")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Content, E> {
+                Ok(Content(vec![Part {
+                    kind: Some(Text("text".into())),
+                    text: Some(Text(s.to_string())),
+                }]))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Content, A::Error> {
+                let mut parts = Vec::new();
+                while let Some(p) = seq.next_element()? {
+                    parts.push(p);
+                }
+                Ok(Content(parts))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// A content part (fields besides `type` and `text` are not read).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(expecting = "an object")]
+struct Part {
+    #[serde(rename = "type")]
+    kind: Option<Text>,
+    text: Option<Text>,
+}
+
+/// The `diffusion` extension object: the diffusion settings, by their names in the one
+/// request vocabulary ([`lacuna::Settings`]).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "an object")]
+pub(crate) struct Diffusion {
+    steps: Option<Count>,
+    block_length: Option<Count>,
+    remasking: Option<Named<lacuna::Remasking>>,
+    algorithm: Option<Named<lacuna::DreamAlg>>,
+    alg_temp: Option<Num>,
+    cfg_scale: Option<Num>,
+    cache: Option<Named<lacuna::CachePolicy>>,
+    parallel: Option<Flag>,
+    threshold: Option<Num>,
+    factor: Option<Num>,
+    entropy_bound: Option<Num>,
+    fast: Option<Flag>,
+    editing: Option<Flag>,
+    editing_threshold: Option<Num>,
+    max_post_steps: Option<Count>,
+    keep_after_eos: Option<Flag>,
+    infill_lengths: Option<Counts>,
+}
+
+impl Diffusion {
+    /// The settings into `g` (syntax and types only; what they mean together is
+    /// [`Settings::request`]'s).
+    pub(crate) fn apply(self, g: &mut Settings) {
+        let flag = |f: Option<Flag>| f.is_some_and(|f| f.0);
+        g.steps = self.steps.map(|c| c.0);
+        g.block_length = self.block_length.map(|c| c.0);
+        g.remasking = self.remasking.map(|n| n.0);
+        g.algorithm = self.algorithm.map(|n| n.0);
+        g.cache = self.cache.map(|n| n.0);
+        g.alg_temp = self.alg_temp.map(|v| v.0 as f32);
+        g.cfg_scale = self.cfg_scale.map(|v| v.0 as f32);
+        g.keep_after_eos = flag(self.keep_after_eos);
+        g.fast = flag(self.fast);
+        g.parallel = flag(self.parallel);
+        g.threshold = self.threshold.map(|v| v.0);
+        g.factor = self.factor.map(|v| v.0);
+        g.entropy_bound = self.entropy_bound.map(|v| v.0);
+        g.editing = flag(self.editing);
+        g.editing_threshold = self.editing_threshold.map(|v| v.0);
+        g.max_post_steps = self.max_post_steps.map(|c| c.0);
+        g.infill_lengths = self.infill_lengths.map(|c| c.0).unwrap_or_default();
+    }
+}
+
+/// Deserializes a request body as `T`, every error a 400: malformed JSON as
+/// `invalid_json`, a body that is not an object, and a field's error naming the field's path
+/// (`messages[0].role`, `diffusion.steps`); an unknown field is `unsupported_parameter`,
+/// at the top level in `unknown_top`'s words ("Unrecognized or unsupported request
+/// argument").
+pub(crate) fn decode<T: serde::de::DeserializeOwned>(
+    body: &[u8],
+    unknown_top: &str,
+) -> Result<T, ApiError> {
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let value: T =
+        serde_path_to_error::deserialize(&mut de).map_err(|e| field_error(e, unknown_top))?;
+    de.end().map_err(|e| json_error(&e))?;
+    Ok(value)
+}
+
+fn json_error(e: &serde_json::Error) -> ApiError {
+    ApiError::bad_request(format!("The request body is not valid JSON: {e}"))
+        .with_code("invalid_json")
+}
+
+/// A deserialization error as the 400 that names its field.
+fn field_error(e: serde_path_to_error::Error<serde_json::Error>, unknown_top: &str) -> ApiError {
+    use serde_json::error::Category;
+    let inner = e.inner();
+    if matches!(
+        inner.classify(),
+        Category::Syntax | Category::Eof | Category::Io
+    ) {
+        return json_error(inner);
+    }
+    let path = e.path().to_string();
+    let path = if path == "." { String::new() } else { path };
+    let join = |key: &str| {
+        if path.is_empty() {
+            key.to_string()
+        } else {
+            format!("{path}.{key}")
+        }
+    };
+    // serde's data errors carry " at line L column C"; the field's path says where.
+    let full = inner.to_string();
+    let msg = full
+        .rfind(" at line ")
+        .map_or(full.as_str(), |i| &full[..i]);
+    let quoted = |m: &str| m.split('`').nth(1).map(str::to_string);
+    if let Some(rest) = msg.strip_prefix("unknown field ") {
+        let key = quoted(rest).unwrap_or_default();
+        // The path already ends with the unknown key.
+        let parent = path
+            .strip_suffix(key.as_str())
+            .map_or(path.as_str(), |p| p.trim_end_matches('.'));
+        let param = if parent.is_empty() {
+            key.clone()
+        } else {
+            format!("{parent}.{key}")
+        };
+        let message = if parent.is_empty() {
+            format!("{unknown_top}: {key}")
+        } else {
+            let known = rest.split_once(", expected ").map(|(_, k)| k);
+            match known {
+                Some(k) => format!("unknown field `{param}` (expected {k})"),
+                None => format!("unknown field `{param}`"),
+            }
+        };
+        return ApiError::invalid(param, message).with_code("unsupported_parameter");
+    }
+    if let Some(rest) = msg.strip_prefix("missing field ") {
+        let param = join(&quoted(rest).unwrap_or_default());
+        return ApiError::invalid(param.clone(), format!("`{param}` is required"));
+    }
+    if path.is_empty() {
+        return ApiError::bad_request("The request body must be a JSON object");
+    }
+    let what = match msg.split_once(", expected ") {
+        Some((head, expected))
+            if head.starts_with("invalid type") || head.starts_with("invalid value") =>
+        {
+            format!("must be {expected}")
+        }
+        _ => msg.to_string(),
+    };
+    ApiError::invalid(path.clone(), format!("`{path}` {what}"))
+}
 
 /// Parses a JSON body for `endpoint`.
 pub(crate) fn parse(body: &[u8], endpoint: Endpoint) -> Result<ApiRequest, ApiError> {
-    let value: Value = serde_json::from_slice(body).map_err(|e| {
-        ApiError::bad_request(format!("The request body is not valid JSON: {e}"))
-            .with_code("invalid_json")
-    })?;
-    let Value::Object(obj) = value else {
-        return Err(ApiError::bad_request(
-            "The request body must be a JSON object",
-        ));
+    if endpoint == Endpoint::Infill {
+        return crate::infill::parse(body);
+    }
+    let unknown = match endpoint {
+        Endpoint::Chat => {
+            "Unrecognized or unsupported request argument (tools, function calling, \
+                           audio, modalities, logit_bias and the like are not supported by \
+                           diffusion models here)"
+        }
+        Endpoint::Completion | Endpoint::Infill => "Unrecognized or unsupported request argument",
     };
-    let only = match endpoint {
-        Endpoint::Chat => CHAT_ONLY,
-        Endpoint::Completion => COMPLETION_ONLY,
-        Endpoint::Infill => return crate::infill::parse(&obj),
-    };
-    if let Some(key) = obj
-        .keys()
-        .find(|k| !COMMON.contains(&k.as_str()) && !only.contains(&k.as_str()))
-    {
-        let known = match endpoint {
-            Endpoint::Chat => {
-                "(tools, function calling, audio, modalities, logit_bias and \
-                               the like are not supported by diffusion models here)"
-            }
-            Endpoint::Completion | Endpoint::Infill => "",
-        };
+    let b: Body = decode(body, unknown)?;
+    if let Some(key) = b.foreign_field(endpoint) {
         return Err(ApiError::invalid(
-            key.clone(),
-            format!("Unrecognized or unsupported request argument: {key} {known}")
-                .trim_end()
-                .to_string(),
+            key,
+            format!("Unrecognized or unsupported request argument: {key}"),
         )
         .with_code("unsupported_parameter"));
     }
-    let f = Fields {
-        obj: &obj,
-        prefix: "",
-    };
-    let model = f
-        .string("model")?
+    let model = b
+        .model
+        .clone()
+        .map(|t| t.0)
         .ok_or_else(|| ApiError::invalid("model", "`model` is required"))?;
     let prompt = match endpoint {
-        Endpoint::Chat => Prompt::Chat(messages(&obj)?),
-        Endpoint::Completion | Endpoint::Infill => completion_prompt(&obj)?,
+        Endpoint::Chat => Prompt::Chat(messages(b.messages.clone())?),
+        Endpoint::Completion | Endpoint::Infill => completion_prompt(b.prompt.as_ref())?,
     };
-    unsupported_values(&f, endpoint)?;
+    unsupported_values(&b, endpoint)?;
     let mut g = Settings::default();
-    let max = match f.usize("max_completion_tokens")? {
-        Some(n) => Some((n, "max_completion_tokens")),
-        None => f.usize("max_tokens")?.map(|n| (n, "max_tokens")),
+    let max = match b.max_completion_tokens {
+        Some(n) => Some((n.0, "max_completion_tokens")),
+        None => b.max_tokens.map(|n| (n.0, "max_tokens")),
     };
     if let Some((0, name)) = max {
         return Err(ApiError::invalid(
@@ -159,7 +367,7 @@ pub(crate) fn parse(body: &[u8], endpoint: Endpoint) -> Result<ApiRequest, ApiEr
         ));
     }
     g.gen_length = max.map(|(n, _)| n);
-    if let Some(t) = f.number("temperature")? {
+    if let Some(Num(t)) = b.temperature {
         if !(0.0..=2.0).contains(&t) {
             return Err(ApiError::invalid(
                 "temperature",
@@ -169,36 +377,42 @@ pub(crate) fn parse(body: &[u8], endpoint: Endpoint) -> Result<ApiRequest, ApiEr
         g.temperature = Some(t);
     }
     // top_p = 1 keeps every token: the same as not filtering, for either sampler.
-    match f.number("top_p")? {
-        Some(p) if !(p > 0.0 && p <= 1.0) => {
+    match b.top_p {
+        Some(Num(p)) if !(p > 0.0 && p <= 1.0) => {
             return Err(ApiError::invalid(
                 "top_p",
                 format!("`top_p` must be in (0, 1], got {p}"),
             ));
         }
-        Some(p) if p < 1.0 => g.top_p = Some(p),
+        Some(Num(p)) if p < 1.0 => g.top_p = Some(p),
         _ => {}
     }
-    match f.usize("top_k")? {
-        Some(0) => return Err(ApiError::invalid("top_k", "`top_k` must be at least 1")),
-        k => g.top_k = k,
+    match b.top_k {
+        Some(Count(0)) => return Err(ApiError::invalid("top_k", "`top_k` must be at least 1")),
+        k => g.top_k = k.map(|k| k.0),
     }
-    g.seed = Some(match f.get("seed") {
-        None | Some(Value::Null) => fresh_seed(),
-        Some(Value::Number(n)) => n
-            .as_u64()
-            .or_else(|| n.as_i64().map(|i| i as u64))
-            .ok_or_else(|| ApiError::invalid("seed", "`seed` must be an integer"))?,
-        Some(_) => return Err(ApiError::invalid("seed", "`seed` must be an integer")),
-    });
-    let stop = stop_sequences(&f)?;
-    let stream = f.bool("stream")?.unwrap_or(false);
-    g.logprobs = logprobs(&f, endpoint)?;
-    let (include_usage, include_canvas) = stream_options(&obj, stream)?;
-    if let Some(d) = obj.get("diffusion") {
-        diffusion(d, &mut g)?;
+    g.seed = Some(b.seed.map_or_else(fresh_seed, |s| s.0));
+    let stop = stop_sequences(b.stop.clone())?;
+    let stream = b.stream.is_some_and(|f| f.0);
+    g.logprobs = logprobs(&b, endpoint)?;
+    let (include_usage, include_canvas) = match &b.stream_options {
+        None => (false, false),
+        Some(_) if !stream => {
+            return Err(ApiError::invalid(
+                "stream_options",
+                "`stream_options` is only allowed with `stream: true`",
+            ));
+        }
+        Some(o) => (
+            o.include_usage.is_some_and(|f| f.0),
+            o.include_canvas.is_some_and(|f| f.0),
+        ),
+    };
+    let n = choices(b.n)?;
+    let suffix = b.suffix.map(|t| t.0);
+    if let Some(d) = b.diffusion {
+        d.apply(&mut g);
     }
-    let suffix = f.string("suffix")?;
     Ok(ApiRequest {
         model,
         prompt,
@@ -208,18 +422,18 @@ pub(crate) fn parse(body: &[u8], endpoint: Endpoint) -> Result<ApiRequest, ApiEr
         include_usage,
         include_canvas,
         suffix,
-        n: choices(&f)?,
+        n,
         lenient_sampling: false,
     })
 }
 
 /// `n`: 1 to [`lacuna::settings::MAX_CHOICES`].
-fn choices(f: &Fields<'_>) -> Result<usize, ApiError> {
+fn choices(n: Option<Count>) -> Result<usize, ApiError> {
     let max = lacuna::settings::MAX_CHOICES;
-    match f.usize("n")? {
+    match n {
         None => Ok(1),
-        Some(n) if (1..=max).contains(&n) => Ok(n),
-        Some(n) => Err(ApiError::invalid(
+        Some(Count(n)) if (1..=max).contains(&n) => Ok(n),
+        Some(Count(n)) => Err(ApiError::invalid(
             "n",
             format!("`n` must be between 1 and {max}, got {n}"),
         )),
@@ -285,9 +499,12 @@ pub fn generate_request(body: &[u8], chat: bool, arch: Arch) -> Result<GenerateR
 }
 
 /// Values of known fields that we cannot honour.
-fn unsupported_values(f: &Fields<'_>, endpoint: Endpoint) -> Result<(), ApiError> {
-    for name in ["presence_penalty", "frequency_penalty"] {
-        if f.number(name)?.is_some_and(|v| v != 0.0) {
+fn unsupported_values(b: &Body, endpoint: Endpoint) -> Result<(), ApiError> {
+    for (name, v) in [
+        ("presence_penalty", b.presence_penalty),
+        ("frequency_penalty", b.frequency_penalty),
+    ] {
+        if v.is_some_and(|v| v.0 != 0.0) {
             return Err(ApiError::invalid(
                 name,
                 format!("`{name}` is not supported by the diffusion samplers (only 0)"),
@@ -295,14 +512,9 @@ fn unsupported_values(f: &Fields<'_>, endpoint: Endpoint) -> Result<(), ApiError
             .with_code("unsupported_parameter"));
         }
     }
-    if let Some(u) = f.get("user") {
-        if !u.is_string() {
-            return Err(ApiError::invalid("user", "`user` must be a string"));
-        }
-    }
     match endpoint {
         Endpoint::Chat => {
-            if let Some(rf) = f.get("response_format") {
+            if let Some(rf) = &b.response_format {
                 let ty = rf.get("type").and_then(Value::as_str);
                 if ty != Some("text") {
                     return Err(ApiError::invalid(
@@ -312,9 +524,12 @@ fn unsupported_values(f: &Fields<'_>, endpoint: Endpoint) -> Result<(), ApiError
                     .with_code("unsupported_parameter"));
                 }
             }
-            for name in ["parallel_tool_calls", "tool_choice"] {
-                match f.get(name) {
-                    None | Some(Value::Null) | Some(Value::Bool(false)) => {}
+            for (name, v) in [
+                ("parallel_tool_calls", &b.parallel_tool_calls),
+                ("tool_choice", &b.tool_choice),
+            ] {
+                match v {
+                    None | Some(Value::Bool(false)) => {}
                     Some(Value::String(s)) if s == "none" => {}
                     Some(_) => {
                         return Err(ApiError::invalid(name, "tools are not supported")
@@ -324,11 +539,11 @@ fn unsupported_values(f: &Fields<'_>, endpoint: Endpoint) -> Result<(), ApiError
             }
         }
         Endpoint::Completion | Endpoint::Infill => {
-            if f.bool("echo")? == Some(true) {
+            if b.echo.is_some_and(|f| f.0) {
                 return Err(ApiError::invalid("echo", "`echo` is not supported")
                     .with_code("unsupported_parameter"));
             }
-            if f.usize("best_of")?.is_some_and(|b| b != 1) {
+            if b.best_of.is_some_and(|c| c.0 != 1) {
                 return Err(
                     ApiError::invalid("best_of", "only `best_of` = 1 is supported")
                         .with_code("unsupported_parameter"),
@@ -341,13 +556,21 @@ fn unsupported_values(f: &Fields<'_>, endpoint: Endpoint) -> Result<(), ApiError
 
 /// The alternatives per token asked for, if any: chat's `logprobs: true` with
 /// `top_logprobs` (0 to 20, default 0); completions' `logprobs: N` (0 to 20).
-fn logprobs(f: &Fields<'_>, endpoint: Endpoint) -> Result<Option<usize>, ApiError> {
+fn logprobs(b: &Body, endpoint: Endpoint) -> Result<Option<usize>, ApiError> {
     let max = lacuna::settings::MAX_TOP_LOGPROBS;
     let (k, name) = match endpoint {
         Endpoint::Chat => {
-            let on = f.bool("logprobs")?.unwrap_or(false);
-            let top = f.usize("top_logprobs")?;
-            match (on, top) {
+            let on = match b.logprobs {
+                None => false,
+                Some(LogprobsField::Flag(on)) => on,
+                Some(_) => {
+                    return Err(ApiError::invalid(
+                        "logprobs",
+                        "`logprobs` must be a boolean",
+                    ));
+                }
+            };
+            match (on, b.top_logprobs) {
                 (false, Some(_)) => {
                     return Err(ApiError::invalid(
                         "top_logprobs",
@@ -355,12 +578,18 @@ fn logprobs(f: &Fields<'_>, endpoint: Endpoint) -> Result<Option<usize>, ApiErro
                     ));
                 }
                 (false, None) => return Ok(None),
-                (true, top) => (top.unwrap_or(0), "top_logprobs"),
+                (true, top) => (top.map_or(0, |c| c.0), "top_logprobs"),
             }
         }
-        Endpoint::Completion | Endpoint::Infill => match f.usize("logprobs")? {
+        Endpoint::Completion | Endpoint::Infill => match b.logprobs {
             None => return Ok(None),
-            Some(k) => (k, "logprobs"),
+            Some(LogprobsField::Count(k)) => (k, "logprobs"),
+            Some(_) => {
+                return Err(ApiError::invalid(
+                    "logprobs",
+                    "`logprobs` must be a non-negative integer",
+                ));
+            }
         },
     };
     if k > max {
@@ -373,12 +602,9 @@ fn logprobs(f: &Fields<'_>, endpoint: Endpoint) -> Result<Option<usize>, ApiErro
 }
 
 /// `messages`: role + content (a string, or an array of `{"type": "text", "text"}` parts).
-fn messages(obj: &Map<String, Value>) -> Result<Vec<ChatMessage>, ApiError> {
-    let Some(list) = obj.get("messages") else {
+fn messages(list: Option<List<Message, Messages>>) -> Result<Vec<ChatMessage>, ApiError> {
+    let Some(list) = list.map(|l| l.0) else {
         return Err(ApiError::invalid("messages", "`messages` is required"));
-    };
-    let Value::Array(list) = list else {
-        return Err(ApiError::invalid("messages", "`messages` must be an array"));
     };
     if list.is_empty() {
         return Err(ApiError::invalid(
@@ -387,12 +613,9 @@ fn messages(obj: &Map<String, Value>) -> Result<Vec<ChatMessage>, ApiError> {
         ));
     }
     let mut out = Vec::with_capacity(list.len());
-    for (i, m) in list.iter().enumerate() {
+    for (i, m) in list.into_iter().enumerate() {
         let param = format!("messages[{i}]");
-        let Value::Object(m) = m else {
-            return Err(ApiError::invalid(param, "each message must be an object"));
-        };
-        let role = match m.get("role").and_then(Value::as_str) {
+        let role = match m.role.as_ref().map(|r| r.0.as_str()) {
             Some(r @ ("system" | "user" | "assistant")) => r.to_string(),
             // OpenAI's newer name for system messages.
             Some("developer") => "system".to_string(),
@@ -409,68 +632,47 @@ fn messages(obj: &Map<String, Value>) -> Result<Vec<ChatMessage>, ApiError> {
                 ));
             }
         };
-        let content = match m.get("content") {
-            Some(Value::String(s)) => s.clone(),
-            Some(Value::Array(parts)) => {
-                let mut text = String::new();
-                for (j, part) in parts.iter().enumerate() {
-                    let p = format!("{param}.content[{j}]");
-                    match (
-                        part.get("type").and_then(Value::as_str),
-                        part.get("text").and_then(Value::as_str),
-                    ) {
-                        (Some("text"), Some(t)) => text.push_str(t),
-                        (Some(ty), _) if ty != "text" => {
-                            return Err(ApiError::invalid(
-                                p,
-                                format!(
-                                    "content parts of type `{ty}` are not supported (text only)"
-                                ),
-                            )
-                            .with_code("unsupported_parameter"));
-                        }
-                        _ => {
-                            return Err(ApiError::invalid(
-                                p,
-                                "a content part needs `type: \"text\"` and a string `text`",
-                            ));
-                        }
-                    }
-                }
-                text
-            }
-            _ => {
-                return Err(ApiError::invalid(
-                    format!("{param}.content"),
-                    "each message needs `content`: a string or an array of text parts",
-                ));
-            }
-        };
-        if let Some(key) = m
-            .keys()
-            .find(|k| !["role", "content", "name"].contains(&k.as_str()))
-        {
+        let Some(Content(parts)) = m.content else {
             return Err(ApiError::invalid(
-                format!("{param}.{key}"),
-                format!("message field `{key}` is not supported"),
-            )
-            .with_code("unsupported_parameter"));
+                format!("{param}.content"),
+                "each message needs `content`: a string or an array of text parts",
+            ));
+        };
+        let mut text = String::new();
+        for (j, part) in parts.into_iter().enumerate() {
+            let p = format!("{param}.content[{j}]");
+            match (part.kind.map(|t| t.0), part.text) {
+                (Some(ty), Some(Text(t))) if ty == "text" => text.push_str(&t),
+                (Some(ty), _) if ty != "text" => {
+                    return Err(ApiError::invalid(
+                        p,
+                        format!("content parts of type `{ty}` are not supported (text only)"),
+                    )
+                    .with_code("unsupported_parameter"));
+                }
+                _ => {
+                    return Err(ApiError::invalid(
+                        p,
+                        "a content part needs `type: \"text\"` and a string `text`",
+                    ));
+                }
+            }
         }
-        out.push(ChatMessage::new(role, content));
+        out.push(ChatMessage::new(role, text));
     }
     Ok(out)
 }
 
 /// `prompt`: a string, an array of one string, or an array of token ids.
-fn completion_prompt(obj: &Map<String, Value>) -> Result<Prompt, ApiError> {
+fn completion_prompt(prompt: Option<&Value>) -> Result<Prompt, ApiError> {
     let bad = || {
         ApiError::invalid(
             "prompt",
             "`prompt` must be a string, an array of one string, or an array of token ids",
         )
     };
-    match obj.get("prompt") {
-        None => Err(ApiError::invalid("prompt", "`prompt` is required")),
+    match prompt {
+        None | Some(Value::Null) => Err(ApiError::invalid("prompt", "`prompt` is required")),
         Some(Value::String(s)) => Ok(Prompt::Text(s.clone())),
         Some(Value::Array(a)) => match a.as_slice() {
             [Value::String(s)] => Ok(Prompt::Text(s.clone())),
@@ -495,25 +697,9 @@ fn completion_prompt(obj: &Map<String, Value>) -> Result<Prompt, ApiError> {
     }
 }
 
-pub(crate) fn stop_sequences(f: &Fields<'_>) -> Result<Vec<String>, ApiError> {
-    let stops = match f.get("stop") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::String(s)) => vec![s.clone()],
-        Some(Value::Array(a)) => a
-            .iter()
-            .map(|v| {
-                v.as_str().map(str::to_string).ok_or_else(|| {
-                    ApiError::invalid("stop", "`stop` must be a string or an array of strings")
-                })
-            })
-            .collect::<Result<_, _>>()?,
-        Some(_) => {
-            return Err(ApiError::invalid(
-                "stop",
-                "`stop` must be a string or an array of strings",
-            ));
-        }
-    };
+/// `stop`: at most 4 sequences, none empty.
+pub(crate) fn stop_sequences(stop: Option<Stop>) -> Result<Vec<String>, ApiError> {
+    let stops = stop.map(|s| s.0).unwrap_or_default();
     if stops.len() > 4 {
         return Err(ApiError::invalid("stop", "at most 4 stop sequences"));
     }
@@ -524,167 +710,6 @@ pub(crate) fn stop_sequences(f: &Fields<'_>) -> Result<Vec<String>, ApiError> {
         ));
     }
     Ok(stops)
-}
-
-fn stream_options(obj: &Map<String, Value>, stream: bool) -> Result<(bool, bool), ApiError> {
-    match obj.get("stream_options") {
-        None | Some(Value::Null) => Ok((false, false)),
-        Some(Value::Object(o)) => {
-            if !stream {
-                return Err(ApiError::invalid(
-                    "stream_options",
-                    "`stream_options` is only allowed with `stream: true`",
-                ));
-            }
-            if let Some(key) = o
-                .keys()
-                .find(|k| !["include_usage", "include_canvas"].contains(&k.as_str()))
-            {
-                return Err(ApiError::invalid(
-                    format!("stream_options.{key}"),
-                    format!("unsupported stream option `{key}`"),
-                ));
-            }
-            let f = Fields {
-                obj: o,
-                prefix: "stream_options.",
-            };
-            Ok((
-                f.bool("include_usage")?.unwrap_or(false),
-                f.bool("include_canvas")?.unwrap_or(false),
-            ))
-        }
-        Some(_) => Err(ApiError::invalid(
-            "stream_options",
-            "`stream_options` must be an object",
-        )),
-    }
-}
-
-/// The `diffusion` extension object, into `g` (syntax and types only; what the settings
-/// mean together is [`Settings::request`]'s).
-pub(crate) fn diffusion(d: &Value, g: &mut Settings) -> Result<(), ApiError> {
-    let Value::Object(o) = d else {
-        return Err(ApiError::invalid(
-            "diffusion",
-            "`diffusion` must be an object",
-        ));
-    };
-    if let Some(key) = o.keys().find(|k| !DIFFUSION.contains(&k.as_str())) {
-        return Err(ApiError::invalid(
-            format!("diffusion.{key}"),
-            format!(
-                "unknown diffusion setting `{key}` (known: {})",
-                DIFFUSION.join(", ")
-            ),
-        ));
-    }
-    let f = Fields {
-        obj: o,
-        prefix: "diffusion.",
-    };
-    g.steps = f.usize("steps")?;
-    g.block_length = f.usize("block_length")?;
-    g.remasking = f.named("remasking")?;
-    g.algorithm = f.named("algorithm")?;
-    g.cache = f.named("cache")?;
-    g.alg_temp = f.number("alg_temp")?.map(|v| v as f32);
-    g.cfg_scale = f.number("cfg_scale")?.map(|v| v as f32);
-    g.keep_after_eos = f.bool("keep_after_eos")?.unwrap_or(false);
-    g.fast = f.bool("fast")?.unwrap_or(false);
-    g.parallel = f.bool("parallel")?.unwrap_or(false);
-    g.threshold = f.number("threshold")?;
-    g.factor = f.number("factor")?;
-    g.entropy_bound = f.number("entropy_bound")?;
-    g.editing = f.bool("editing")?.unwrap_or(false);
-    g.editing_threshold = f.number("editing_threshold")?;
-    g.max_post_steps = f.usize("max_post_steps")?;
-    g.infill_lengths = f.usize_list("infill_lengths")?.unwrap_or_default();
-    Ok(())
-}
-
-/// Typed reads of an object's fields, errors naming `prefix` + key.
-pub(crate) struct Fields<'a> {
-    pub(crate) obj: &'a Map<String, Value>,
-    pub(crate) prefix: &'static str,
-}
-
-impl Fields<'_> {
-    pub(crate) fn get(&self, key: &str) -> Option<&Value> {
-        self.obj.get(key)
-    }
-
-    fn err(&self, key: &str, what: &str) -> ApiError {
-        let param = format!("{}{key}", self.prefix);
-        ApiError::invalid(param.clone(), format!("`{param}` {what}"))
-    }
-
-    pub(crate) fn usize(&self, key: &str) -> Result<Option<usize>, ApiError> {
-        match self.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::Number(n)) => n
-                .as_u64()
-                .and_then(|v| usize::try_from(v).ok())
-                .map(Some)
-                .ok_or_else(|| self.err(key, "must be a non-negative integer")),
-            Some(_) => Err(self.err(key, "must be a non-negative integer")),
-        }
-    }
-
-    /// An array of non-negative integers.
-    pub(crate) fn usize_list(&self, key: &str) -> Result<Option<Vec<usize>>, ApiError> {
-        const WHAT: &str = "must be an array of positive integers";
-        match self.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::Array(items)) => items
-                .iter()
-                .map(|v| {
-                    v.as_u64()
-                        .and_then(|v| usize::try_from(v).ok())
-                        .ok_or_else(|| self.err(key, WHAT))
-                })
-                .collect::<Result<Vec<_>, _>>()
-                .map(Some),
-            Some(_) => Err(self.err(key, WHAT)),
-        }
-    }
-
-    pub(crate) fn number(&self, key: &str) -> Result<Option<f64>, ApiError> {
-        match self.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::Number(n)) => match n.as_f64() {
-                Some(v) if v.is_finite() => Ok(Some(v)),
-                _ => Err(self.err(key, "must be a finite number")),
-            },
-            Some(_) => Err(self.err(key, "must be a number")),
-        }
-    }
-
-    pub(crate) fn bool(&self, key: &str) -> Result<Option<bool>, ApiError> {
-        match self.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::Bool(b)) => Ok(Some(*b)),
-            Some(_) => Err(self.err(key, "must be a boolean")),
-        }
-    }
-
-    /// A string naming one of a setting's values (its `FromStr` lists the valid names).
-    fn named<T>(&self, key: &str) -> Result<Option<T>, ApiError>
-    where
-        T: std::str::FromStr<Err = lacuna::sampler::UnknownName>,
-    {
-        self.string(key)?
-            .map(|name| name.parse::<T>().map_err(|e| self.err(key, &e.to_string())))
-            .transpose()
-    }
-
-    pub(crate) fn string(&self, key: &str) -> Result<Option<String>, ApiError> {
-        match self.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(_) => Err(self.err(key, "must be a string")),
-        }
-    }
 }
 
 #[cfg(test)]

@@ -146,3 +146,36 @@ fn completion_prompts() {
     );
     assert_eq!(r.unwrap_err().param.as_deref(), Some("messages"));
 }
+
+#[test]
+fn typed_errors_name_the_path_and_say_what_was_expected() {
+    let err = |extra: serde_json::Value| {
+        let mut b = base();
+        for (k, v) in extra.as_object().unwrap() {
+            b[k] = v.clone();
+        }
+        chat(b).unwrap_err()
+    };
+    let e = err(serde_json::json!({"diffusion": {"steps": "many"}}));
+    assert_eq!(e.param.as_deref(), Some("diffusion.steps"));
+    assert_eq!(e.message, "`diffusion.steps` must be a non-negative integer");
+    let e = err(serde_json::json!({"diffusion": {"stepz": 1}}));
+    assert_eq!(e.param.as_deref(), Some("diffusion.stepz"));
+    assert!(e.message.contains("`steps`"), "{}", e.message);
+    assert_eq!(e.code, Some("unsupported_parameter"));
+    let e = err(serde_json::json!({"messages": "hi"}));
+    assert_eq!(e.message, "`messages` must be an array of messages");
+    let e = err(serde_json::json!({"messages": [3]}));
+    assert_eq!(e.param.as_deref(), Some("messages[0]"));
+    assert_eq!(e.message, "`messages[0]` must be an object");
+    let e = err(serde_json::json!({"messages": [{"role": "user", "content": "x", "age": 3}]}));
+    assert_eq!(e.param.as_deref(), Some("messages[0].age"));
+    let e = err(serde_json::json!({"stream": true, "stream_options": {"x": true}}));
+    assert_eq!(e.param.as_deref(), Some("stream_options.x"));
+    let e = err(serde_json::json!({"foo": 1}));
+    assert_eq!(e.param.as_deref(), Some("foo"));
+    assert!(e.message.starts_with("Unrecognized or unsupported request argument"));
+    // Trailing bytes after the object are malformed JSON.
+    let e = parse(b"{\"model\": \"m\"} x", Endpoint::Chat).unwrap_err();
+    assert_eq!(e.code, Some("invalid_json"));
+}

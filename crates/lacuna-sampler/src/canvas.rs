@@ -5,6 +5,7 @@ use std::ops::Range;
 
 use crate::cache::CachePlan;
 use crate::common::Common;
+use crate::constraint::{self, ConstraintState};
 use crate::denoiser::{Denoiser, fetch_pass};
 use crate::error::{ConfigError, Error};
 use crate::logprob::{self, TokenLogprob};
@@ -18,6 +19,12 @@ pub(crate) struct StepAt {
     pub(crate) total_steps: usize,
     pub(crate) block: usize,
     pub(crate) num_blocks: usize,
+}
+
+/// The canvas row that predicts position `p`: `p - 1` for shifted logits (position 0 by
+/// row 0), else `p`.
+fn row_of(shifted: bool, p: usize) -> usize {
+    if shifted { p.saturating_sub(1) } else { p }
 }
 
 /// A generation's canvas and what it has counted so far.
@@ -34,8 +41,15 @@ pub(crate) struct Canvas<'c> {
     common: &'c Common,
     pub(crate) stats: Stats,
     plan: CachePlan,
-    /// Logits of the last [`Canvas::fetch`], `rows x vocab`.
+    /// Logits of the last [`Canvas::fetch`], `rows x vocab` (restricted by the constraint at
+    /// masked positions).
     pub(crate) logits: Vec<f32>,
+    /// Canvas rows of [`Canvas::logits`], ascending.
+    rows: Vec<usize>,
+    /// Whether position `p` is read from row `p - 1` (Dream and RND1's shifted logits).
+    shifted: bool,
+    /// The structured-output constraint on the generated region, if any.
+    constraint: Option<Box<dyn ConstraintState>>,
     /// With log-probabilities requested: the rows of the last fetch (ascending), and the
     /// record of each generated position (see [`crate::logprob`]).
     logprobs: Option<Logprobs>,
@@ -45,10 +59,6 @@ pub(crate) struct Canvas<'c> {
 struct Logprobs {
     /// Alternatives per token.
     top: usize,
-    /// Whether position `p` is read from row `p - 1` (Dream and RND1's shifted logits).
-    shifted: bool,
-    /// Canvas rows of [`Canvas::logits`], in order.
-    rows: Vec<usize>,
     /// One per generated position.
     records: Vec<Option<TokenLogprob>>,
 }
@@ -56,7 +66,7 @@ struct Logprobs {
 impl<'c> Canvas<'c> {
     /// The prompt followed by `common.gen_length` masks and `common.suffix`, to decode with
     /// `denoiser` under `plan`; rejects an empty vocabulary and a cache the denoiser does not
-    /// keep.
+    /// keep, and a constraint no region of `gen_length` tokens can satisfy.
     pub(crate) fn new<D: Denoiser>(
         denoiser: &D,
         prompt: &[u32],
@@ -73,6 +83,17 @@ impl<'c> Canvas<'c> {
         let mut tokens = prompt.to_vec();
         tokens.resize(len, mask_id);
         tokens.extend_from_slice(&common.suffix);
+        let mut constraint = common
+            .constraint
+            .as_ref()
+            .map(|c| c.0.start(common.gen_length, mask_id));
+        if let Some(c) = &mut constraint
+            && !c.completable(&tokens[prompt.len()..len])
+        {
+            return Err(ConfigError::ConstraintUnsatisfiable {
+                gen_length: common.gen_length,
+            });
+        }
         Ok(Self {
             tokens,
             prompt_len: prompt.len(),
@@ -83,21 +104,21 @@ impl<'c> Canvas<'c> {
             stats: Stats::default(),
             plan,
             logits: Vec::new(),
+            rows: Vec::new(),
+            shifted: false,
+            constraint,
             logprobs: common.logprobs.map(|top| Logprobs {
                 top,
-                shifted: false,
-                rows: Vec::new(),
                 records: vec![None; common.gen_length],
             }),
         })
     }
 
     /// Marks the samplers whose logits are shifted by one (row `p - 1` predicts position
-    /// `p`, as Dream's and RND1's), so that log-probabilities read the row they read.
+    /// `p`, as Dream's and RND1's), so that log-probabilities and the constraint read the row
+    /// they read.
     pub(crate) fn shifted(mut self) -> Self {
-        if let Some(l) = &mut self.logprobs {
-            l.shifted = true;
-        }
+        self.shifted = true;
         self
     }
 
@@ -160,10 +181,8 @@ impl<'c> Canvas<'c> {
         seen: usize,
     ) -> Result<(), Error<D::Error>> {
         let pass = self.plan.pass(rows, block, seen);
-        if let Some(l) = &mut self.logprobs {
-            l.rows.clear();
-            l.rows.extend_from_slice(rows);
-        }
+        self.rows.clear();
+        self.rows.extend_from_slice(rows);
         fetch_pass(
             denoiser,
             &self.tokens[..seen],
@@ -171,7 +190,73 @@ impl<'c> Canvas<'c> {
             rows,
             &mut self.logits,
             &mut self.stats,
-        )
+        )?;
+        self.restrict_rows();
+        Ok(())
+    }
+
+    /// Restricts each fetched row that predicts a masked position of the generated region
+    /// to the tokens that keep the region completable.
+    fn restrict_rows(&mut self) {
+        let Some(c) = &mut self.constraint else {
+            return;
+        };
+        let (start, end, vocab) = (self.prompt_len, self.len, self.vocab);
+        let region = &self.tokens[start..end];
+        for (i, &row) in self.rows.iter().enumerate() {
+            let p = row + usize::from(self.shifted);
+            if (start..end).contains(&p) && self.tokens[p] == self.mask_id {
+                c.restrict(
+                    region,
+                    p - start,
+                    &mut self.logits[i * vocab..(i + 1) * vocab],
+                );
+            }
+        }
+    }
+
+    /// Applies the constraint to the commits just written at `pos` (over `prev`, the tokens
+    /// they replaced): when the region is no longer completable, the commits are replayed
+    /// one by one in order, a new token that breaks it is replaced by the best token of its
+    /// row that keeps it, and an edit of a committed token that breaks it is dropped.
+    /// Returns which commits stand.
+    fn enforce(&mut self, pos: &[usize], prev: &[u32]) -> Vec<bool> {
+        let mut kept = vec![true; pos.len()];
+        let Some(c) = &mut self.constraint else {
+            return kept;
+        };
+        let (start, end, vocab) = (self.prompt_len, self.len, self.vocab);
+        if c.completable(&self.tokens[start..end]) {
+            return kept;
+        }
+        let wanted: Vec<u32> = pos.iter().map(|&p| self.tokens[p]).collect();
+        for (&p, &t) in pos.iter().zip(prev) {
+            self.tokens[p] = t;
+        }
+        let mut row = vec![0.0f32; vocab];
+        for (k, &p) in pos.iter().enumerate() {
+            self.tokens[p] = wanted[k];
+            if !(start..end).contains(&p) || c.completable(&self.tokens[start..end]) {
+                continue;
+            }
+            self.tokens[p] = prev[k];
+            if prev[k] != self.mask_id {
+                kept[k] = false;
+                continue;
+            }
+            let r = row_of(self.shifted, p);
+            match self.rows.binary_search(&r) {
+                Ok(i) => row.copy_from_slice(&self.logits[i * vocab..(i + 1) * vocab]),
+                Err(_) => row.fill(0.0),
+            }
+            c.restrict(&self.tokens[start..end], p - start, &mut row);
+            match constraint::argmax_finite(&row) {
+                // Token ids fit u32 (GGUF ids are u32).
+                Some(t) => self.tokens[p] = t as u32,
+                None => kept[k] = false,
+            }
+        }
+        kept
     }
 
     /// Commits entries `chosen` of `pred` (reported in that order), counts the step, reports
@@ -184,8 +269,20 @@ impl<'c> Canvas<'c> {
         at: StepAt,
         on_step: &mut impl FnMut(&StepView<'_>),
     ) -> bool {
+        let prev: Vec<u32> = chosen
+            .iter()
+            .map(|&i| self.tokens[pred.positions[i]])
+            .collect();
         let (pos, cs) = pred.commit(&mut self.tokens, chosen);
-        self.record_logprobs(pred, chosen);
+        let kept = self.enforce(&pos, &prev);
+        let (pos, cs): (Vec<usize>, Vec<f64>) = pos
+            .into_iter()
+            .zip(cs)
+            .zip(&kept)
+            .filter(|(_, k)| **k)
+            .map(|(x, _)| x)
+            .unzip();
+        self.record_logprobs(&pos);
         self.stats.steps += 1;
         let canvas = &self.tokens[..self.len];
         on_step(&StepView {
@@ -222,24 +319,24 @@ impl<'c> Canvas<'c> {
         )
     }
 
-    /// Records the log-probabilities of the tokens `chosen` of `pred` commits, from the
-    /// rows of the last fetch (a commit always follows the fetch its predictions came
-    /// from). A position whose row was not fetched (LLaDA2 keeping a prompt mask) gets none.
-    fn record_logprobs(&mut self, pred: &Predictions, chosen: &[usize]) {
+    /// Records the log-probabilities of the tokens just committed at `pos`, from the rows of
+    /// the last fetch (a commit always follows the fetch its predictions came from). A
+    /// position whose row was not fetched (LLaDA2 keeping a prompt mask) gets none.
+    fn record_logprobs(&mut self, pos: &[usize]) {
         let Some(l) = &mut self.logprobs else {
             return;
         };
         let vocab = self.vocab;
-        for &i in chosen {
-            let (p, token) = (pred.positions[i], pred.tokens[i]);
+        for &p in pos {
+            let token = self.tokens[p];
             let Some(slot) = p
                 .checked_sub(self.prompt_len)
                 .and_then(|g| l.records.get_mut(g))
             else {
                 continue;
             };
-            let row = if l.shifted { p.saturating_sub(1) } else { p };
-            let Ok(r) = l.rows.binary_search(&row) else {
+            let row = row_of(self.shifted, p);
+            let Ok(r) = self.rows.binary_search(&row) else {
                 continue;
             };
             let Some(logits) = self.logits.get(r * vocab..(r + 1) * vocab) else {

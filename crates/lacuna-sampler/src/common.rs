@@ -1,5 +1,6 @@
 //! The settings every sampler shares, and the range checks their configs use.
 
+use crate::constraint::ConstraintRef;
 use crate::error::ConfigError;
 
 /// The settings every sampler config holds in its `common` field: what to generate and
@@ -29,6 +30,9 @@ pub struct Common {
     /// `gen_length` masks, then these). Every position sees them (bidirectional samplers);
     /// they are never masked, and the result holds the middle only. Empty: plain generation.
     pub suffix: Vec<u32>,
+    /// Structured output: the generated region must be a word of this constraint's language
+    /// (see [`crate::constraint`]). `None`: free text.
+    pub constraint: Option<ConstraintRef>,
 }
 
 impl Default for Common {
@@ -40,6 +44,7 @@ impl Default for Common {
             keep_after_eos: false,
             logprobs: None,
             suffix: Vec::new(),
+            constraint: None,
         }
     }
 }

@@ -153,6 +153,9 @@ fn inverse_cdf(probs: &[f64], u: f64) -> u32 {
     last as u32
 }
 
+/// The id that marks a position of the constrained region not decided yet (not a token).
+const UNDECIDED: u32 = u32::MAX;
+
 fn uniform_token<R: UniformSource>(rng: &mut R, vocab: usize) -> u32 {
     ((rng.next_f64() * vocab as f64) as usize).min(vocab - 1) as u32
 }
@@ -181,6 +184,20 @@ where
         return Err(ConfigError::ZeroBlockLength.into());
     }
     let n_canvases = config.common.gen_length.div_ceil(c);
+    let gen_length = config.common.gen_length;
+    // A structured-output constraint: each step's argmax canvas is the most likely one that
+    // keeps the region completable (DINGO's program over the step's processed logits).
+    let mut constraint = config
+        .common
+        .constraint
+        .as_ref()
+        .map(|k| k.0.start(gen_length, UNDECIDED));
+    let mut region = vec![UNDECIDED; gen_length];
+    if let Some(k) = &mut constraint
+        && !k.completable(&region)
+    {
+        return Err(ConfigError::ConstraintUnsatisfiable { gen_length }.into());
+    }
     let mut stats = Stats::default();
     if !prompt.is_empty() {
         denoiser.encode(prompt).map_err(Error::Denoiser)?;
@@ -238,6 +255,15 @@ where
                 }
             }
             have_sc = true;
+            let (a, b) = (block * c, ((block + 1) * c).min(gen_length));
+            if let Some(k) = &mut constraint
+                && a < b
+            {
+                let best = k
+                    .most_likely(&region, a..b, &logits[..(b - a) * vocab])
+                    .ok_or(ConfigError::ConstraintUnsatisfiable { gen_length })?;
+                argmax[..b - a].copy_from_slice(&best);
+            }
             order.clear();
             order.extend(0..c);
             order.sort_by(|&a, &b| entropy[a].total_cmp(&entropy[b]).then(a.cmp(&b)));
@@ -293,6 +319,10 @@ where
             if done {
                 break;
             }
+        }
+        let (a, b) = (block * c, ((block + 1) * c).min(gen_length));
+        if a < b {
+            region[a..b].copy_from_slice(&argmax[..b - a]);
         }
         context.extend_from_slice(&argmax);
         generated.extend_from_slice(&argmax);

@@ -73,6 +73,15 @@ pub enum ConfigError {
         /// The sampler that refuses it.
         sampler: &'static str,
     },
+    /// The constraint's language has no word that fits the generated region.
+    #[error(
+        "no output of {gen_length} tokens can satisfy the constraint (its shortest answer is \
+         longer, or it needs an end token the region has no room for)"
+    )]
+    ConstraintUnsatisfiable {
+        /// The region's length.
+        gen_length: usize,
+    },
     /// RND1's shifted logits predict each position from the one before it: position 0 has no
     /// predictor, so the prompt must not be empty.
     #[error("RND1's sampler needs a non-empty prompt (position i is predicted by row i - 1)")]

@@ -59,6 +59,7 @@
 pub mod cache;
 mod canvas;
 pub mod common;
+pub mod constraint;
 pub mod denoiser;
 pub mod diffusion_gemma;
 pub mod dream;
@@ -81,6 +82,7 @@ mod testing;
 
 pub use cache::CachePolicy;
 pub use common::Common;
+pub use constraint::{Constraint, ConstraintRef, ConstraintState};
 pub use denoiser::{CanvasDenoiser, Denoiser, Pass};
 pub use diffusion_gemma::EntropyBoundConfig;
 pub use dream::{DreamAlg, DreamConfig};

@@ -107,6 +107,7 @@ fn run(case: &Case, keep_after_eos: bool) -> (Generation, Vec<Vec<usize>>, Repla
         keep_after_eos,
         logprobs: None,
         suffix: Vec::new(),
+        constraint: None,
     };
     let generation = match case.family.as_str() {
         "llada" => {

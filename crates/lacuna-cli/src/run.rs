@@ -156,6 +156,47 @@ pub(crate) struct SamplingArgs {
     /// from the denoising step that committed it.
     #[arg(long)]
     pub(crate) logprobs: Option<usize>,
+    /// Structured output: JSON valid under this JSON Schema (a file, or the schema itself).
+    #[arg(long, value_name = "FILE|JSON", value_parser = json_schema_arg, group = "structured")]
+    pub(crate) json_schema: Option<serde_json::Value>,
+    /// Structured output: any JSON object.
+    #[arg(long, group = "structured")]
+    pub(crate) json_object: bool,
+    /// Structured output: text this regex matches whole.
+    #[arg(long, value_name = "REGEX", group = "structured")]
+    pub(crate) regex: Option<String>,
+    /// Structured output: exactly one of these comma-separated strings.
+    #[arg(
+        long,
+        value_name = "A,B,...",
+        value_delimiter = ',',
+        group = "structured"
+    )]
+    pub(crate) choice: Option<Vec<String>>,
+    /// Structured output: text of this GBNF grammar's `root` rule (a file, or the grammar
+    /// itself; grammars without recursion only).
+    #[arg(long, value_name = "FILE|GBNF", value_parser = grammar_arg, group = "structured")]
+    pub(crate) grammar: Option<String>,
+}
+
+/// `--json-schema`: a file's contents or the argument itself, as JSON.
+fn json_schema_arg(arg: &str) -> Result<serde_json::Value, String> {
+    let text = match std::fs::read_to_string(arg) {
+        Ok(text) => text,
+        Err(_) if arg.trim_start().starts_with(['{', '[']) || arg == "true" || arg == "false" => {
+            arg.to_string()
+        }
+        Err(e) => return Err(format!("cannot read the schema file {arg}: {e}")),
+    };
+    serde_json::from_str(&text).map_err(|e| format!("the schema is not valid JSON: {e}"))
+}
+
+/// `--grammar`: a file's contents or the argument itself.
+fn grammar_arg(arg: &str) -> Result<String, String> {
+    if arg.contains("::=") {
+        return Ok(arg.to_string());
+    }
+    std::fs::read_to_string(arg).map_err(|e| format!("cannot read the grammar file {arg}: {e}"))
 }
 
 /// A [`lacuna::Settings`] field as the CLI spells it (`cfg_scale` is `--cfg-scale`).
@@ -190,7 +231,26 @@ impl SamplingArgs {
             keep_after_eos: false,
             logprobs: self.logprobs,
             infill_lengths: Vec::new(),
+            constraint: self.constraint(),
         }
+    }
+
+    /// The structured-output constraint the flags ask for.
+    fn constraint(&self) -> Option<lacuna::structured::Spec> {
+        use lacuna::structured::Spec;
+        if let Some(s) = &self.json_schema {
+            return Some(Spec::JsonSchema(s.clone()));
+        }
+        if self.json_object {
+            return Some(Spec::JsonObject);
+        }
+        if let Some(r) = &self.regex {
+            return Some(Spec::Regex(r.clone()));
+        }
+        if let Some(c) = &self.choice {
+            return Some(Spec::Choice(c.clone()));
+        }
+        self.grammar.clone().map(Spec::Grammar)
     }
 
     /// The request for `prompt` on a model of `arch` (`model` fills in a demo's schedule).

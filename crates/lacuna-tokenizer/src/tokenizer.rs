@@ -182,6 +182,17 @@ impl Tokenizer {
         Ok(out)
     }
 
+    /// The tokens' bytes one after another (control tokens as nothing), invalid UTF-8 as
+    /// U+FFFD: no prefix space removed, no space clean-up (what a structured-output
+    /// constraint checked).
+    pub fn concat(&self, ids: &[TokenId]) -> Result<String> {
+        let mut out = Vec::with_capacity(ids.len() * 4);
+        for &id in ids {
+            out.extend_from_slice(self.token_bytes(id, false)?);
+        }
+        Ok(String::from_utf8_lossy(&out).into_owned())
+    }
+
     /// Decodes ids to text (`detokenize(ids, false, false)`), invalid UTF-8 as U+FFFD.
     pub fn decode(&self, ids: &[TokenId]) -> Result<String> {
         Ok(String::from_utf8_lossy(&self.detokenize(ids, false, false)?).into_owned())

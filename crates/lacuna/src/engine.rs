@@ -130,6 +130,7 @@ impl Engine {
                 .gemma
                 .as_ref()
                 .map(|g| (g.canvas_length, g.eb)),
+            constraints: crate::prepare::Constraints::new(),
         });
         Ok(Engine {
             model,

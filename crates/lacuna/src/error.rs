@@ -28,6 +28,11 @@ pub enum Error {
     /// A sampler setting that cannot work (gen_length not a multiple of block_length, ...).
     #[error(transparent)]
     Config(#[from] lacuna_sampler::ConfigError),
+    /// A structured-output constraint that cannot be compiled or satisfied (a keyword the
+    /// compiler does not support, a grammar that is not regular, a schema whose shortest
+    /// answer does not fit the tokens asked for, a constraint over the compile budget).
+    #[error("{0}")]
+    Constraint(#[from] lacuna_structured::Error),
     /// Settings that cannot be combined (a parallel rule without parallel decoding, the
     /// fast preset with guidance, ...), found before the model is asked.
     #[error(transparent)]

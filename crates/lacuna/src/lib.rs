@@ -70,5 +70,6 @@ pub use lacuna_sampler::{
     CachePolicy, DreamAlg, Editing, Finish, ParallelConfig, ParallelRule, Remasking, Stats,
     StepView, TokenLogprob, TopLogprob,
 };
+pub use lacuna_structured as structured;
 pub use lacuna_tokenizer as tokenizer;
 pub use lacuna_tokenizer::ChatMessage;

@@ -3,15 +3,16 @@
 //! model's family, the context check. [`crate::SharedEngine`] does this on the caller's
 //! thread while another request's forward pass holds the model.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use lacuna_models::{Arch, EbDefaults};
 use lacuna_sampler::{
-    CachePolicy, Common, DreamConfig, EntropyBoundConfig, Llada2Config, LladaConfig, ParallelRule,
-    Rnd1Config,
+    CachePolicy, Common, ConstraintRef, DreamConfig, EntropyBoundConfig, Llada2Config, LladaConfig,
+    ParallelRule, Rnd1Config,
 };
-use lacuna_tokenizer::{ChatTemplate, Tokenizer};
+use lacuna_structured::{Compiled, ConstraintCache, Limits, Spec, Vocabulary};
+use lacuna_tokenizer::{ChatTemplate, TokenAttr, Tokenizer};
 
 use crate::request::{GenerateRequest, Prompt};
 use crate::{Error, Result};
@@ -67,6 +68,12 @@ impl Prepared {
         }
     }
 
+    /// Whether the answer is constrained (structured output): its text is then its tokens'
+    /// bytes as they are.
+    pub fn constrained(&self) -> bool {
+        self.sampler.common().constraint.is_some()
+    }
+
     /// The block length the model's block-causal attention must use (LLaDA2: the sampler's
     /// block length, as its generate code builds the mask); `None` for the others.
     pub fn attention_block(&self) -> Option<usize> {
@@ -100,6 +107,50 @@ impl SamplerConfig {
     }
 }
 
+/// The structured-output constraints of one model: its vocabulary as the constraint
+/// compiler reads it (built at the first constrained request) and the compiled ones.
+#[derive(Debug)]
+pub(crate) struct Constraints {
+    vocab: OnceLock<Vocabulary>,
+    cache: ConstraintCache,
+}
+
+/// Bytes of compiled constraints a model keeps.
+const CONSTRAINT_CACHE_BYTES: usize = 256 << 20;
+
+impl Constraints {
+    pub(crate) fn new() -> Self {
+        Constraints {
+            vocab: OnceLock::new(),
+            cache: ConstraintCache::new(CONSTRAINT_CACHE_BYTES, Limits::default()),
+        }
+    }
+
+    /// The compiled `spec` for this model's vocabulary (cached).
+    fn get(&self, spec: &Spec, tokenizer: &Tokenizer, eos_ids: &[u32]) -> Result<Arc<Compiled>> {
+        let vocab = self
+            .vocab
+            .get_or_init(|| answer_vocabulary(tokenizer, eos_ids));
+        Ok(self.cache.get(spec, vocab)?.0)
+    }
+}
+
+/// The tokens an answer may hold, by their bytes: ordinary and byte tokens (control,
+/// user-defined and unused ones never appear in a constrained answer), and the end tokens.
+fn answer_vocabulary(tokenizer: &Tokenizer, eos_ids: &[u32]) -> Vocabulary {
+    let vocab = tokenizer.vocab();
+    let tokens = (0..tokenizer.n_vocab() as u32)
+        .map(|id| {
+            let attr = vocab.token_attr(id)?;
+            if !attr.contains_any(TokenAttr::NORMAL | TokenAttr::BYTE) || eos_ids.contains(&id) {
+                return None;
+            }
+            tokenizer.token_bytes(id, false).ok().map(<[u8]>::to_vec)
+        })
+        .collect();
+    Vocabulary::new(tokens, eos_ids.to_vec())
+}
+
 /// What preparing a request needs of a loaded model (shared, read-only).
 #[derive(Debug)]
 pub(crate) struct Preparer {
@@ -111,6 +162,8 @@ pub(crate) struct Preparer {
     pub(crate) context: usize,
     /// DiffusionGemma: the canvas length and the file's sampler settings.
     pub(crate) gemma: Option<(usize, EbDefaults)>,
+    /// Structured-output constraints, compiled and cached.
+    pub(crate) constraints: Constraints,
 }
 
 impl Preparer {
@@ -311,6 +364,14 @@ impl Preparer {
             arch,
             belongs_to,
         };
+        let constraint = match &r.constraint {
+            None => None,
+            Some(spec) => {
+                let compiled = self.constraints.get(spec, &self.tokenizer, &self.eos_ids)?;
+                compiled.check_length(r.gen_length)?;
+                Some(ConstraintRef::new(compiled))
+            }
+        };
         let common = Common {
             gen_length: r.gen_length,
             mask_id: Some(self.mask_id),
@@ -318,6 +379,7 @@ impl Preparer {
             keep_after_eos: r.keep_after_eos,
             logprobs: r.logprobs,
             suffix,
+            constraint,
         };
         let config = match arch {
             Arch::DiffusionGemma => self.gemma_config(r, common)?,

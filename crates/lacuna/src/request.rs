@@ -91,6 +91,12 @@ pub struct GenerateRequest {
     /// [`Output::infill`] lists every candidate. Needs a `suffix`; at most
     /// [`MAX_INFILL_LENGTHS`](crate::infill::MAX_INFILL_LENGTHS) lengths.
     pub infill_lengths: Vec<usize>,
+    /// Structured output: the answer must be a word of this language (a JSON Schema's, any
+    /// JSON object, a regex's, one of some strings, a regular GBNF grammar's), whichever
+    /// positions each step commits; see [`lacuna_sampler::constraint`]. The answer's text is
+    /// then its tokens' bytes as they are (no space clean-up), the text the constraint
+    /// checked. Compiled once per spec and engine (cached). Default `None`: free text.
+    pub constraint: Option<lacuna_structured::Spec>,
 }
 
 impl GenerateRequest {
@@ -154,6 +160,7 @@ impl GenerateRequest {
             logprobs: None,
             suffix: None,
             infill_lengths: Vec::new(),
+            constraint: None,
         }
     }
 }

@@ -84,7 +84,11 @@ where
             diffusion_gemma::generate(denoiser, prompt, c, &mut rng, &mut step)
         }
     }?;
-    let text = tokenizer.decode(&generation.tokens)?;
+    let text = if prepared.constrained() {
+        tokenizer.concat(&generation.tokens)?
+    } else {
+        tokenizer.decode(&generation.tokens)?
+    };
     Ok(Output {
         prompt_tokens: prompt.clone(),
         tokens: generation.tokens,

@@ -86,6 +86,8 @@ pub struct Settings {
     /// Infilling: middle lengths to search instead of `gen_length` (see
     /// [`GenerateRequest::infill_lengths`]); empty: no search.
     pub infill_lengths: Vec<usize>,
+    /// Structured output ([`GenerateRequest::constraint`]).
+    pub constraint: Option<lacuna_structured::Spec>,
 }
 
 /// Most alternatives [`Settings::logprobs`] may ask for (OpenAI's `top_logprobs` limit).
@@ -354,6 +356,7 @@ impl Settings {
         r.keep_after_eos = self.keep_after_eos;
         r.logprobs = self.logprobs;
         r.infill_lengths = self.infill_lengths.clone();
+        r.constraint = self.constraint.clone();
         Ok(r)
     }
 }

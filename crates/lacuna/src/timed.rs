@@ -20,7 +20,6 @@ impl<D: Denoiser + ?Sized> Denoiser for Timed<'_, D> {
         self.inner.vocab_size()
     }
 
-
     fn supports_cache(&self) -> bool {
         self.inner.supports_cache()
     }

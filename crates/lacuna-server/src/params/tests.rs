@@ -158,7 +158,10 @@ fn typed_errors_name_the_path_and_say_what_was_expected() {
     };
     let e = err(serde_json::json!({"diffusion": {"steps": "many"}}));
     assert_eq!(e.param.as_deref(), Some("diffusion.steps"));
-    assert_eq!(e.message, "`diffusion.steps` must be a non-negative integer");
+    assert_eq!(
+        e.message,
+        "`diffusion.steps` must be a non-negative integer"
+    );
     let e = err(serde_json::json!({"diffusion": {"stepz": 1}}));
     assert_eq!(e.param.as_deref(), Some("diffusion.stepz"));
     assert!(e.message.contains("`steps`"), "{}", e.message);
@@ -174,7 +177,10 @@ fn typed_errors_name_the_path_and_say_what_was_expected() {
     assert_eq!(e.param.as_deref(), Some("stream_options.x"));
     let e = err(serde_json::json!({"foo": 1}));
     assert_eq!(e.param.as_deref(), Some("foo"));
-    assert!(e.message.starts_with("Unrecognized or unsupported request argument"));
+    assert!(
+        e.message
+            .starts_with("Unrecognized or unsupported request argument")
+    );
     // Trailing bytes after the object are malformed JSON.
     let e = parse(b"{\"model\": \"m\"} x", Endpoint::Chat).unwrap_err();
     assert_eq!(e.code, Some("invalid_json"));

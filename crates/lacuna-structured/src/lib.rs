@@ -177,6 +177,16 @@ impl Constraint for Compiled {
     }
 }
 
+/// Checks that `schema` is one this compiler takes (its keywords, `$ref`s and bounds),
+/// without building its automaton: cheap, for errors that name a part of a request.
+pub fn check_schema(schema: &serde_json::Value, limits: &Limits) -> Result<()> {
+    let schema_limits = SchemaLimits {
+        json_depth: limits.json_depth,
+        max_repeat: limits.max_repeat,
+    };
+    schema::schema_hir(schema, schema_limits).map(|_| ())
+}
+
 /// Compiles `spec` for `vocab`.
 pub fn compile(spec: &Spec, vocab: &Vocabulary, limits: &Limits) -> Result<Compiled> {
     let began = Instant::now();

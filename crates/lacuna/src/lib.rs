@@ -47,6 +47,7 @@ mod run;
 pub mod settings;
 mod shared;
 mod timed;
+pub mod tools;
 
 pub use batch::{BatchLimits, Histogram};
 #[cfg(feature = "demo")]

@@ -145,10 +145,26 @@ impl ApiError {
 
     /// A request error of the engine (all of them are bad input: the prompt, the context, the
     /// settings) as a 400 naming the parameter where one is at fault.
-    pub fn from_prepare(e: &lacuna::Error, prompt_param: &str) -> Self {
+    pub fn from_prepare(e: &lacuna::Error, prompt_param: &str, constraint_param: &str) -> Self {
         use lacuna::Error as E;
+        use lacuna::structured::Error as C;
         let msg = e.to_string();
         match e {
+            E::Constraint(C::TooShort { .. }) => {
+                Self::invalid("max_tokens", msg).with_code("constraint_too_long")
+            }
+            E::Constraint(C::TooLarge { .. }) => {
+                Self::invalid(constraint_param, msg).with_code("constraint_too_large")
+            }
+            E::Constraint(
+                C::UnsupportedKeyword { .. }
+                | C::RecursiveSchema { .. }
+                | C::RegexFeature { .. }
+                | C::NotRegular { .. },
+            ) => Self::invalid(constraint_param, msg).with_code("unsupported_constraint"),
+            E::Constraint(_) => {
+                Self::invalid(constraint_param, msg).with_code("invalid_constraint")
+            }
             E::ContextOverflow { .. } => {
                 Self::invalid(prompt_param, msg).with_code("context_length_exceeded")
             }

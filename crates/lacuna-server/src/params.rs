@@ -6,6 +6,7 @@
 //! exactly as `lacuna run`'s flags do.
 
 use lacuna::models::Arch;
+use lacuna::tools::{ToolCall, ToolUse};
 use lacuna::{ChatMessage, GenerateRequest, Prompt, Settings, SettingsError};
 use serde::Deserialize;
 use serde_json::Value;
@@ -13,6 +14,7 @@ use serde_json::Value;
 use crate::error::ApiError;
 
 mod fields;
+mod structured;
 
 pub(crate) use fields::{
     Count, Counts, Flag, List, ListWhat, LogprobsField, Named, Num, Seed, Stop, Text,
@@ -55,6 +57,12 @@ pub(crate) struct ApiRequest {
     /// `/infill`: `top_k`/`top_p` are dropped for samplers without them (editor plugins send
     /// them by default) instead of refused.
     pub(crate) lenient_sampling: bool,
+    /// The field the answer's constraint came from (`response_format.json_schema.schema`,
+    /// `tools`, ...), which its compile errors name.
+    pub(crate) constraint_param: Option<String>,
+    /// The tools, when the answer is a tool call (or, under `auto`, a text in the tool
+    /// format).
+    pub(crate) tools: Option<std::sync::Arc<ToolUse>>,
 }
 
 /// Tokens generated when the request gives no `max_tokens` (the library's default).
@@ -89,8 +97,16 @@ struct Body {
     echo: Option<Flag>,
     best_of: Option<Count>,
     suffix: Option<Text>,
-    response_format: Option<Value>,
-    parallel_tool_calls: Option<Value>,
+    response_format: Option<structured::ResponseFormat>,
+    structured_outputs: Option<structured::StructuredOutputs>,
+    guided_json: Option<Value>,
+    guided_regex: Option<Text>,
+    guided_choice: Option<List<Text, structured::Strings>>,
+    guided_grammar: Option<Text>,
+    json_schema: Option<Value>,
+    grammar: Option<Text>,
+    tools: Option<List<structured::ToolDef, structured::Tools>>,
+    parallel_tool_calls: Option<Flag>,
     tool_choice: Option<Value>,
     diffusion: Option<Diffusion>,
 }
@@ -100,7 +116,7 @@ impl Body {
     fn foreign_field(&self, endpoint: Endpoint) -> Option<&'static str> {
         let chat = [
             ("messages", self.messages.is_some()),
-            ("response_format", self.response_format.is_some()),
+            ("tools", self.tools.is_some()),
             ("parallel_tool_calls", self.parallel_tool_calls.is_some()),
             ("tool_choice", self.tool_choice.is_some()),
             ("top_logprobs", self.top_logprobs.is_some()),
@@ -137,6 +153,40 @@ struct Message {
     /// Checked to be a string; not used.
     #[serde(rename = "name")]
     _name: Option<Text>,
+    /// A `tool` message: the call it answers.
+    tool_call_id: Option<Text>,
+    /// An `assistant` message: the calls it made.
+    tool_calls: Option<List<CallMsg, Calls>>,
+    /// Checked to be a string or null; not used.
+    #[serde(rename = "refusal")]
+    _refusal: Option<Text>,
+}
+
+/// An earlier assistant turn's call: `{"id", "type": "function", "function": {name,
+/// arguments}}`, `arguments` a string of JSON.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "an object")]
+struct CallMsg {
+    id: Option<Text>,
+    #[serde(rename = "type")]
+    kind: Option<Text>,
+    function: Option<CallFunction>,
+}
+
+/// `tool_calls[j].function`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, expecting = "an object")]
+struct CallFunction {
+    name: Option<Text>,
+    arguments: Option<Text>,
+}
+
+/// What a [`List`] of tool calls is.
+#[derive(Debug, Clone)]
+enum Calls {}
+
+impl ListWhat for Calls {
+    const WHAT: &'static str = "an array of tool calls";
 }
 
 /// What a [`List`] of messages is.
@@ -331,9 +381,8 @@ pub(crate) fn parse(body: &[u8], endpoint: Endpoint) -> Result<ApiRequest, ApiEr
     }
     let unknown = match endpoint {
         Endpoint::Chat => {
-            "Unrecognized or unsupported request argument (tools, function calling, \
-                           audio, modalities, logit_bias and the like are not supported by \
-                           diffusion models here)"
+            "Unrecognized or unsupported request argument (audio, modalities, logit_bias \
+             and the like are not supported by diffusion models here)"
         }
         Endpoint::Completion | Endpoint::Infill => "Unrecognized or unsupported request argument",
     };
@@ -350,11 +399,62 @@ pub(crate) fn parse(body: &[u8], endpoint: Endpoint) -> Result<ApiRequest, ApiEr
         .clone()
         .map(|t| t.0)
         .ok_or_else(|| ApiError::invalid("model", "`model` is required"))?;
+    let tools = structured::tool_use(
+        b.tools.clone(),
+        b.tool_choice.as_ref(),
+        b.parallel_tool_calls,
+    )?;
     let prompt = match endpoint {
-        Endpoint::Chat => Prompt::Chat(messages(b.messages.clone())?),
+        Endpoint::Chat => {
+            let m = messages(b.messages.clone())?;
+            Prompt::Chat(match &tools {
+                Some(t) => t.messages(m),
+                None => m,
+            })
+        }
         Endpoint::Completion | Endpoint::Infill => completion_prompt(b.prompt.as_ref())?,
     };
     unsupported_values(&b, endpoint)?;
+    let sources = structured::Sources {
+        response_format: b.response_format.clone(),
+        structured_outputs: b.structured_outputs.clone(),
+        guided_json: b.guided_json.clone(),
+        guided_regex: b.guided_regex.clone(),
+        guided_choice: b.guided_choice.clone(),
+        guided_grammar: b.guided_grammar.clone(),
+        json_schema: b.json_schema.clone(),
+        grammar: b.grammar.clone(),
+    };
+    let mut constraint = sources.constraint()?;
+    let tools = tools.filter(ToolUse::active);
+    if let Some(t) = &tools {
+        if let Some(c) = &constraint {
+            return Err(ApiError::invalid(
+                c.param.clone(),
+                format!(
+                    "`{}` cannot be combined with `tools`: a tool call's answer is constrained \
+                     to the tool format (set `tool_choice: \"none\"` to use `{}`)",
+                    c.param, c.param
+                ),
+            )
+            .with_code("unsupported_parameter"));
+        }
+        constraint = t.constraint().map(|spec| structured::Sourced {
+            spec,
+            param: "tools".to_string(),
+        });
+    }
+    if let (Some(c), Some(_)) = (&constraint, &b.stop) {
+        return Err(ApiError::invalid(
+            "stop",
+            format!(
+                "`stop` cannot be combined with `{}`: a stop sequence would cut the answer \
+                 short of the constraint",
+                c.param
+            ),
+        )
+        .with_code("unsupported_parameter"));
+    }
     let mut g = Settings::default();
     let max = match b.max_completion_tokens {
         Some(n) => Some((n.0, "max_completion_tokens")),
@@ -413,7 +513,11 @@ pub(crate) fn parse(body: &[u8], endpoint: Endpoint) -> Result<ApiRequest, ApiEr
     if let Some(d) = b.diffusion {
         d.apply(&mut g);
     }
+    let constraint_param = constraint.as_ref().map(|c| c.param.clone());
+    g.constraint = constraint.map(|c| c.spec);
     Ok(ApiRequest {
+        constraint_param,
+        tools: tools.map(std::sync::Arc::new),
         model,
         prompt,
         settings: g,
@@ -513,31 +617,7 @@ fn unsupported_values(b: &Body, endpoint: Endpoint) -> Result<(), ApiError> {
         }
     }
     match endpoint {
-        Endpoint::Chat => {
-            if let Some(rf) = &b.response_format {
-                let ty = rf.get("type").and_then(Value::as_str);
-                if ty != Some("text") {
-                    return Err(ApiError::invalid(
-                        "response_format",
-                        "only `response_format: {\"type\": \"text\"}` is supported",
-                    )
-                    .with_code("unsupported_parameter"));
-                }
-            }
-            for (name, v) in [
-                ("parallel_tool_calls", &b.parallel_tool_calls),
-                ("tool_choice", &b.tool_choice),
-            ] {
-                match v {
-                    None | Some(Value::Bool(false)) => {}
-                    Some(Value::String(s)) if s == "none" => {}
-                    Some(_) => {
-                        return Err(ApiError::invalid(name, "tools are not supported")
-                            .with_code("unsupported_parameter"));
-                    }
-                }
-            }
-        }
+        Endpoint::Chat => {}
         Endpoint::Completion | Endpoint::Infill => {
             if b.echo.is_some_and(|f| f.0) {
                 return Err(ApiError::invalid("echo", "`echo` is not supported")
@@ -613,16 +693,21 @@ fn messages(list: Option<List<Message, Messages>>) -> Result<Vec<ChatMessage>, A
         ));
     }
     let mut out = Vec::with_capacity(list.len());
+    // Earlier calls' names by id, for the tool results that answer them.
+    let mut call_names: Vec<(String, String)> = Vec::new();
     for (i, m) in list.into_iter().enumerate() {
         let param = format!("messages[{i}]");
         let role = match m.role.as_ref().map(|r| r.0.as_str()) {
-            Some(r @ ("system" | "user" | "assistant")) => r.to_string(),
+            Some(r @ ("system" | "user" | "assistant" | "tool")) => r.to_string(),
             // OpenAI's newer name for system messages.
             Some("developer") => "system".to_string(),
             Some(other) => {
                 return Err(ApiError::invalid(
                     format!("{param}.role"),
-                    format!("role `{other}` is not supported (system, developer, user, assistant)"),
+                    format!(
+                        "role `{other}` is not supported (system, developer, user, assistant, \
+                         tool)"
+                    ),
                 ));
             }
             None => {
@@ -632,33 +717,119 @@ fn messages(list: Option<List<Message, Messages>>) -> Result<Vec<ChatMessage>, A
                 ));
             }
         };
-        let Some(Content(parts)) = m.content else {
+        if m.tool_calls.is_some() && role != "assistant" {
             return Err(ApiError::invalid(
-                format!("{param}.content"),
-                "each message needs `content`: a string or an array of text parts",
+                format!("{param}.tool_calls"),
+                "only assistant messages have `tool_calls`",
             ));
-        };
-        let mut text = String::new();
-        for (j, part) in parts.into_iter().enumerate() {
-            let p = format!("{param}.content[{j}]");
-            match (part.kind.map(|t| t.0), part.text) {
-                (Some(ty), Some(Text(t))) if ty == "text" => text.push_str(&t),
-                (Some(ty), _) if ty != "text" => {
-                    return Err(ApiError::invalid(
-                        p,
-                        format!("content parts of type `{ty}` are not supported (text only)"),
-                    )
-                    .with_code("unsupported_parameter"));
-                }
-                _ => {
-                    return Err(ApiError::invalid(
-                        p,
-                        "a content part needs `type: \"text\"` and a string `text`",
-                    ));
-                }
+        }
+        if m.tool_call_id.is_some() && role != "tool" {
+            return Err(ApiError::invalid(
+                format!("{param}.tool_call_id"),
+                "only tool messages have `tool_call_id`",
+            ));
+        }
+        let text = match m.content {
+            Some(Content(parts)) => Some(content_text(parts, &param)?),
+            None if m.tool_calls.is_some() => None,
+            None => {
+                return Err(ApiError::invalid(
+                    format!("{param}.content"),
+                    "each message needs `content`: a string or an array of text parts",
+                ));
             }
+        };
+        if let Some(calls) = m.tool_calls {
+            let calls = past_calls(calls.0, &param, &mut call_names)?;
+            out.push(lacuna::tools::calls_message(text.as_deref(), &calls));
+            continue;
+        }
+        let text = text.unwrap_or_default();
+        if role == "tool" {
+            let Some(Text(id)) = m.tool_call_id else {
+                return Err(ApiError::invalid(
+                    format!("{param}.tool_call_id"),
+                    "a tool message needs `tool_call_id`: the id of the call it answers",
+                ));
+            };
+            let name = call_names
+                .iter()
+                .find(|(i, _)| *i == id)
+                .map(|(_, n)| n.as_str());
+            out.push(lacuna::tools::result_message(&id, name, &text));
+            continue;
         }
         out.push(ChatMessage::new(role, text));
+    }
+    Ok(out)
+}
+
+/// A message's text parts, joined.
+fn content_text(parts: Vec<Part>, param: &str) -> Result<String, ApiError> {
+    let mut text = String::new();
+    for (j, part) in parts.into_iter().enumerate() {
+        let p = format!("{param}.content[{j}]");
+        match (part.kind.map(|t| t.0), part.text) {
+            (Some(ty), Some(Text(t))) if ty == "text" => text.push_str(&t),
+            (Some(ty), _) if ty != "text" => {
+                return Err(ApiError::invalid(
+                    p,
+                    format!("content parts of type `{ty}` are not supported (text only)"),
+                )
+                .with_code("unsupported_parameter"));
+            }
+            _ => {
+                return Err(ApiError::invalid(
+                    p,
+                    "a content part needs `type: \"text\"` and a string `text`",
+                ));
+            }
+        }
+    }
+    Ok(text)
+}
+
+/// An assistant message's `tool_calls`, their arguments parsed; each id and name is noted
+/// in `names`.
+fn past_calls(
+    calls: Vec<CallMsg>,
+    param: &str,
+    names: &mut Vec<(String, String)>,
+) -> Result<Vec<ToolCall>, ApiError> {
+    let mut out = Vec::with_capacity(calls.len());
+    for (j, c) in calls.into_iter().enumerate() {
+        let p = format!("{param}.tool_calls[{j}]");
+        if c.kind.as_ref().is_some_and(|k| k.0 != "function") {
+            return Err(ApiError::invalid(
+                format!("{p}.type"),
+                "only `function` tool calls are supported",
+            ));
+        }
+        let Some(f) = c.function else {
+            return Err(ApiError::invalid(
+                format!("{p}.function"),
+                format!("`{p}.function` is required"),
+            ));
+        };
+        let Some(Text(name)) = f.name else {
+            return Err(ApiError::invalid(
+                format!("{p}.function.name"),
+                format!("`{p}.function.name` is required"),
+            ));
+        };
+        let arguments = match f.arguments {
+            None => serde_json::json!({}),
+            Some(Text(a)) => serde_json::from_str(&a).map_err(|e| {
+                ApiError::invalid(
+                    format!("{p}.function.arguments"),
+                    format!("`{p}.function.arguments` must be a string of JSON: {e}"),
+                )
+            })?,
+        };
+        if let Some(Text(id)) = c.id {
+            names.push((id, name.clone()));
+        }
+        out.push(ToolCall { name, arguments });
     }
     Ok(out)
 }

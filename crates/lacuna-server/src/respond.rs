@@ -1,5 +1,8 @@
 //! The JSON shapes of OpenAI's responses and stream chunks, for both endpoints.
 
+use std::sync::Arc;
+
+use lacuna::tools::{ToolAnswer, ToolUse};
 use serde_json::{Value, json};
 
 use crate::logprobs;
@@ -17,6 +20,16 @@ pub(crate) struct Envelope {
     pub(crate) model: String,
     /// Which endpoint.
     pub(crate) endpoint: Endpoint,
+    /// The request's tools, when its answer is in the tool format.
+    pub(crate) tools: Option<Arc<ToolUse>>,
+}
+
+/// A chat answer as OpenAI's message says it: its content, its tool calls, and the finish
+/// reason (`tool_calls` when it calls tools).
+pub(crate) struct Answer {
+    pub(crate) content: Option<String>,
+    pub(crate) tool_calls: Option<Vec<Value>>,
+    pub(crate) finish_reason: &'static str,
 }
 
 impl Envelope {
@@ -34,6 +47,51 @@ impl Envelope {
                 .map_or(0, |d| d.as_secs()),
             model: model.to_string(),
             endpoint,
+            tools: None,
+        }
+    }
+
+    /// The same envelope for an answer in `tools`' format.
+    pub(crate) fn with_tools(mut self, tools: Option<Arc<ToolUse>>) -> Self {
+        self.tools = tools;
+        self
+    }
+
+    /// What choice `f` answers: with tools, the calls its text holds (ids
+    /// `call_<response id>_<choice>_<call>`) or the text reply it wraps.
+    pub(crate) fn answer(&self, f: &Finished) -> Answer {
+        let Some(tools) = &self.tools else {
+            return Answer {
+                content: Some(f.text.clone()),
+                tool_calls: None,
+                finish_reason: f.finish_reason,
+            };
+        };
+        match tools.parse(&f.text) {
+            ToolAnswer::Calls(calls) => {
+                let tail = self.id.split_once('-').map_or(self.id.as_str(), |(_, t)| t);
+                let calls = calls
+                    .iter()
+                    .enumerate()
+                    .map(|(j, c)| {
+                        json!({
+                            "id": format!("call_{tail}_{}_{j}", f.index),
+                            "type": "function",
+                            "function": {"name": c.name, "arguments": c.arguments.to_string()},
+                        })
+                    })
+                    .collect();
+                Answer {
+                    content: None,
+                    tool_calls: Some(calls),
+                    finish_reason: "tool_calls",
+                }
+            }
+            ToolAnswer::Text(t) => Answer {
+                content: Some(t),
+                tool_calls: None,
+                finish_reason: f.finish_reason,
+            },
         }
     }
 
@@ -72,12 +130,20 @@ impl Envelope {
             .iter()
             .map(|f| {
                 let mut choice = match self.endpoint {
-                    Endpoint::Chat => json!({
-                        "index": f.index,
-                        "message": {"role": "assistant", "content": f.text, "refusal": null},
-                        "logprobs": self.logprobs(f),
-                        "finish_reason": f.finish_reason,
-                    }),
+                    Endpoint::Chat => {
+                        let a = self.answer(f);
+                        let mut message =
+                            json!({"role": "assistant", "content": a.content, "refusal": null});
+                        if let Some(calls) = a.tool_calls {
+                            message["tool_calls"] = Value::Array(calls);
+                        }
+                        json!({
+                            "index": f.index,
+                            "message": message,
+                            "logprobs": self.logprobs(f),
+                            "finish_reason": a.finish_reason,
+                        })
+                    }
                     Endpoint::Completion | Endpoint::Infill => json!({
                         "index": f.index,
                         "text": f.text,
@@ -143,6 +209,31 @@ impl Envelope {
         if let Some((entries, offset)) = logprobs {
             choice["logprobs"] = logprobs::render(self.endpoint, entries, offset);
         }
+        self.with(true, json!({"choices": [choice]}))
+    }
+
+    /// A chat stream chunk with the whole of a tool-format answer: its tool calls (each
+    /// call's `index`, `id`, `type` and all of its `arguments` at once) or its text reply.
+    pub(crate) fn answer_chunk(&self, index: usize, first: bool, a: &Answer) -> Value {
+        let mut d = serde_json::Map::new();
+        if first {
+            d.insert("role".into(), json!("assistant"));
+        }
+        if let Some(calls) = &a.tool_calls {
+            let calls: Vec<Value> = calls
+                .iter()
+                .enumerate()
+                .map(|(j, c)| {
+                    let mut c = c.clone();
+                    c["index"] = json!(j);
+                    c
+                })
+                .collect();
+            d.insert("tool_calls".into(), Value::Array(calls));
+        } else {
+            d.insert("content".into(), json!(a.content.as_deref().unwrap_or("")));
+        }
+        let choice = json!({"index": index, "delta": d, "logprobs": null, "finish_reason": null});
         self.with(true, json!({"choices": [choice]}))
     }
 

@@ -243,14 +243,18 @@ async fn start(
         Endpoint::Completion => "prompt",
         Endpoint::Infill => "input_prefix",
     };
-    // Tokenizing a long prompt is CPU work: off the I/O threads.
+    let constraint_param = request
+        .constraint_param
+        .clone()
+        .unwrap_or_else(|| "response_format".to_string());
+    // Tokenizing a long prompt and compiling a constraint are CPU work: off the I/O threads.
     let (request, prepared) =
         tokio::task::spawn_blocking(move || prepare_choices(&engine, request))
             .await
             .map_err(|e| ApiError::internal(format!("preparing the request panicked: {e}")))?
             .map_err(|e| match e {
                 Rejected::Settings(e) => e,
-                Rejected::Engine(e) => ApiError::from_prepare(&e, prompt_param),
+                Rejected::Engine(e) => ApiError::from_prepare(&e, prompt_param, &constraint_param),
             })?;
     let cancel = CancelToken::new();
     let (tx, rx) = mpsc::channel(64);
@@ -262,7 +266,8 @@ async fn start(
         events: tx,
     })?;
     let guard = CancelOnDrop(cancel);
-    let envelope = Envelope::new(endpoint, &app.config.model_id, &id.0);
+    let envelope =
+        Envelope::new(endpoint, &app.config.model_id, &id.0).with_tools(request.tools.clone());
     if request.stream {
         Ok(stream(envelope, request, rx, guard).into_response())
     } else {
@@ -402,6 +407,16 @@ fn stream(
                     canvas,
                     logprobs,
                 } => {
+                    // A tool-format answer goes out whole at the end (its text is not the
+                    // message's content); only canvases stream.
+                    if envelope.tools.is_some() && canvas.is_none() {
+                        continue;
+                    }
+                    let delta = if envelope.tools.is_some() {
+                        String::new()
+                    } else {
+                        delta
+                    };
                     let text = (!delta.is_empty() || first[index]).then_some(delta.as_str());
                     let lp = logprobs.as_deref().map(|l| offsets[index].next(l));
                     let c = envelope.chunk(index, text, first[index], None, canvas, lp);
@@ -411,28 +426,36 @@ fn stream(
                 Event::Done(f) => {
                     let i = f.index;
                     let mut out = Vec::new();
-                    let rest = f
-                        .logprobs
-                        .as_deref()
-                        .map(|l| l.get(f.logprobs_sent..).unwrap_or_default())
-                        .filter(|l| !l.is_empty());
-                    if !f.delta.is_empty() || first[i] || rest.is_some() {
-                        let lp = rest.map(|l| offsets[i].next(l));
-                        out.push(sse(&envelope.chunk(
-                            i,
-                            Some(&f.delta),
-                            first[i],
-                            None,
-                            None,
-                            lp,
-                        )));
+                    let mut finish_reason = f.finish_reason;
+                    if envelope.tools.is_some() {
+                        let a = envelope.answer(&f);
+                        finish_reason = a.finish_reason;
+                        out.push(sse(&envelope.answer_chunk(i, first[i], &a)));
+                        first[i] = false;
+                    } else {
+                        let rest = f
+                            .logprobs
+                            .as_deref()
+                            .map(|l| l.get(f.logprobs_sent..).unwrap_or_default())
+                            .filter(|l| !l.is_empty());
+                        if !f.delta.is_empty() || first[i] || rest.is_some() {
+                            let lp = rest.map(|l| offsets[i].next(l));
+                            out.push(sse(&envelope.chunk(
+                                i,
+                                Some(&f.delta),
+                                first[i],
+                                None,
+                                None,
+                                lp,
+                            )));
+                        }
                     }
                     first[i] = false;
                     out.push(sse(&envelope.chunk(
                         i,
                         None,
                         false,
-                        Some(f.finish_reason),
+                        Some(finish_reason),
                         None,
                         None,
                     )));

@@ -326,7 +326,13 @@ fn run_job(engine: &SharedEngine, metrics: &Metrics, job: &Job, index: usize) ->
     let cancel = CancelToken::new();
     let tokenizer = Arc::clone(engine.tokenizer());
     let mask = engine.mask_token_id();
-    let mut text = SettledText::new(&tokenizer, mask, engine.eos_ids(), job.stop.clone());
+    let mut text = SettledText::new(
+        &tokenizer,
+        mask,
+        engine.eos_ids(),
+        job.stop.clone(),
+        prepared.constrained(),
+    );
     // The records as of the last step, for a generation a stop sequence cancels (which
     // returns no output); only kept when asked for.
     let mut last_records: Vec<Option<lacuna::TokenLogprob>> = Vec::new();

@@ -12,6 +12,8 @@ pub(crate) struct SettledText {
     eos_ids: Vec<u32>,
     stops: Vec<String>,
     hold_spaces: bool,
+    /// The text is the tokens' bytes as they are (a constrained answer), not detokenized.
+    raw: bool,
     /// Bytes of text already handed out.
     sent: String,
     /// Settled tokens counted so far (for usage when a stop sequence ends early).
@@ -20,18 +22,21 @@ pub(crate) struct SettledText {
 }
 
 impl SettledText {
-    /// A tracker for a model with `mask_id` and end tokens `eos_ids`, cutting at `stops`.
+    /// A tracker for a model with `mask_id` and end tokens `eos_ids`, cutting at `stops`;
+    /// `raw`: the text is the tokens' bytes concatenated (as a constrained answer's is).
     pub(crate) fn new(
         tokenizer: &Tokenizer,
         mask_id: u32,
         eos_ids: &[u32],
         stops: Vec<String>,
+        raw: bool,
     ) -> Self {
         Self {
             mask_id,
             eos_ids: eos_ids.to_vec(),
             stops,
-            hold_spaces: tokenizer.vocab().clean_spaces(),
+            hold_spaces: !raw && tokenizer.vocab().clean_spaces(),
+            raw,
             sent: String::new(),
             settled_tokens: 0,
             stopped: false,
@@ -61,9 +66,17 @@ impl SettledText {
             .position(|&t| t == self.mask_id || self.eos_ids.contains(&t))
             .unwrap_or(generated.len());
         self.settled_tokens = settled;
-        let bytes = tokenizer
-            .detokenize(&generated[..settled], false, false)
-            .unwrap_or_default();
+        let bytes = if self.raw {
+            let mut b = Vec::new();
+            for &t in &generated[..settled] {
+                b.extend_from_slice(tokenizer.token_bytes(t, false).unwrap_or_default());
+            }
+            b
+        } else {
+            tokenizer
+                .detokenize(&generated[..settled], false, false)
+                .unwrap_or_default()
+        };
         let valid = match std::str::from_utf8(&bytes) {
             Ok(s) => s,
             // The complete characters; a split one waits for its next token.

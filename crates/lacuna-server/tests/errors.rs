@@ -40,7 +40,61 @@ fn bad_requests_are_400_naming_the_parameter() {
     let raw = request(s.addr, "POST", "/v1/chat/completions", &[], b"[1, 2]");
     err(&raw, 400);
     let cases: Vec<(Value, &str)> = vec![
-        (json!({"tools": [{"type": "function"}]}), "tools"),
+        (
+            json!({"tools": [{"type": "function"}]}),
+            "tools[0].function",
+        ),
+        (
+            json!({"tools": [{"type": "retrieval", "function": {"name": "f"}}]}),
+            "tools[0].type",
+        ),
+        (
+            json!({"tools": [{"type": "function", "function": {"name": "f"}}], "tool_choice": {"type": "function", "function": {"name": "g"}}}),
+            "tool_choice",
+        ),
+        (json!({"tool_choice": "required"}), "tool_choice"),
+        (json!({"tool_choice": "sometimes"}), "tool_choice"),
+        (
+            json!({"tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "not": {}}}}]}),
+            "tools[0].function.parameters",
+        ),
+        (
+            json!({"tools": [{"type": "function", "function": {"name": "f"}}], "response_format": {"type": "json_object"}}),
+            "response_format",
+        ),
+        (
+            json!({"response_format": {"type": "xml"}}),
+            "response_format.type",
+        ),
+        (
+            json!({"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object", "not": {}}}}}),
+            "response_format.json_schema.schema",
+        ),
+        (
+            json!({"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": 5}}}),
+            "response_format.json_schema.schema",
+        ),
+        (
+            json!({"response_format": {"type": "json_object"}, "guided_regex": "a+"}),
+            "guided_regex",
+        ),
+        (
+            json!({"response_format": {"type": "json_object"}, "stop": ["}"]}),
+            "stop",
+        ),
+        (
+            json!({"structured_outputs": {"regex": "a", "foo": 1}}),
+            "structured_outputs.foo",
+        ),
+        (json!({"guided_regex": "(?=a)b"}), "guided_regex"),
+        (json!({"guided_regex": "(a"}), "guided_regex"),
+        (json!({"grammar": "root ::= \"a\" root"}), "grammar"),
+        (json!({"guided_choice": []}), "guided_choice"),
+        (json!({"guided_regex": "x{3000}"}), "max_tokens"), // far over 32 tokens
+        (
+            json!({"messages": [{"role": "assistant", "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{oops"}}]}]}),
+            "messages[0].tool_calls[0].function.arguments",
+        ),
         (json!({"foo": 1}), "foo"),
         (json!({"n": 0}), "n"),
         (json!({"n": 9}), "n"),
@@ -68,7 +122,7 @@ fn bad_requests_are_400_naming_the_parameter() {
         (json!({"messages": "hi"}), "messages"),
         (
             json!({"messages": [{"role": "tool", "content": "x"}]}),
-            "messages[0].role",
+            "messages[0].tool_call_id",
         ),
         (
             json!({"messages": [{"role": "user", "content": [{"type": "image_url"}]}]}),

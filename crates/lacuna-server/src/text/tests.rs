@@ -13,7 +13,7 @@ fn demo() -> Engine {
 fn stream(engine: &Engine, tokens: &[u32], stops: Vec<String>) -> (String, SettledText) {
     let tok = engine.tokenizer();
     let mask = engine.mask_token_id();
-    let mut t = SettledText::new(tok, mask, engine.eos_ids(), stops);
+    let mut t = SettledText::new(tok, mask, engine.eos_ids(), stops, false);
     let mut out = String::new();
     for k in 0..=tokens.len() {
         let mut canvas = tokens[..k].to_vec();
@@ -47,7 +47,7 @@ fn nothing_after_a_mask_or_end_token_is_sent() {
     let tok = e.tokenizer();
     let mask = e.mask_token_id();
     let ids = tok.encode("And God said", false, false).unwrap();
-    let mut t = SettledText::new(tok, mask, e.eos_ids(), Vec::new());
+    let mut t = SettledText::new(tok, mask, e.eos_ids(), Vec::new(), false);
     // The last token settles first: nothing is sent until the ones before it do.
     let mut canvas = vec![mask; ids.len()];
     *canvas.last_mut().unwrap() = *ids.last().unwrap();

@@ -37,6 +37,9 @@ pub(crate) struct FixtureArgs {
     /// `bailingmoe2` (the oracle of LLaDA2's graph with attention blocks of 1).
     #[arg(long)]
     bailingmoe2_twin: bool,
+    /// A `tokenizer.chat_template` (Jinja) to store, so the fixture serves chat requests.
+    #[arg(long, value_name = "JINJA")]
+    chat_template: Option<String>,
     /// Where to write the GGUF file.
     #[arg(long)]
     out: PathBuf,
@@ -62,7 +65,7 @@ pub(crate) fn run(a: FixtureArgs) -> Result<()> {
     spec.tied = a.tied;
     spec.seed = a.seed;
     spec.bailingmoe2_twin = a.bailingmoe2_twin;
-    let (writer, what) = match &a.preset {
+    let (mut writer, what) = match &a.preset {
         Some(name) => {
             let preset = Preset::from_name(name).with_context(|| {
                 let all: Vec<_> = Preset::ALL.iter().map(|p| p.name()).collect();
@@ -72,6 +75,9 @@ pub(crate) fn run(a: FixtureArgs) -> Result<()> {
         }
         None => (build(&spec)?, quant.name()),
     };
+    if let Some(t) = &a.chat_template {
+        writer.add_metadata("tokenizer.chat_template", t.as_str())?;
+    }
     writer
         .write_file(&a.out)
         .with_context(|| format!("writing {}", a.out.display()))?;

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 
-use crate::generated::{FULL, HEADLINE, Section};
+use crate::generated::{FULL, HEADLINE, HEADLINE_DETAIL, Section};
 use crate::read;
 use crate::render::{self, Loaded};
 use crate::serve::{self, SERVE_KIND, ServeLoaded};
@@ -111,12 +111,16 @@ fn check_raw_json(
     Ok(())
 }
 
-/// The two generated parts: the headline table (README.md) and the full table
+/// The three generated parts: the headline table (README.md), its detail and the full table
 /// (bench-results/README.md), each with the text it should hold.
-fn expected(results: &Results) -> [(Section, String); 2] {
+fn expected(results: &Results) -> [(Section, String); 3] {
     let rows = render::rows(&results.runs);
     [
         (HEADLINE, headline::render(&rows, &results.serve)),
+        (
+            HEADLINE_DETAIL,
+            headline::render_detail(&rows, &results.serve),
+        ),
         (FULL, render::render(&results.runs, &results.serve)),
     ]
 }
@@ -142,7 +146,9 @@ pub(crate) fn render_readme(root: &Path) -> Result<Vec<&'static str>> {
             .ok_or_else(|| missing_markers(&section))?;
         if new != doc {
             std::fs::write(&path, new).with_context(|| format!("cannot write {}", section.file))?;
-            changed.push(section.file);
+            if !changed.contains(&section.file) {
+                changed.push(section.file);
+            }
         }
     }
     Ok(changed)

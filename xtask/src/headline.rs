@@ -1,10 +1,12 @@
 //! The README's headline table: one row per workload family, the family's best row of the
 //! full table with its speed-up, beside the spread of every compared row of the family (so
-//! its losses too), each linking the result files behind its figures.
+//! its losses too). The README's form keeps each cell short; its detail in
+//! `bench-results/README.md` gives each row's whole workload and links the result files
+//! behind its figures.
 
 use std::fmt::Write as _;
 
-use crate::generated::HEADLINE;
+use crate::generated::{HEADLINE, HEADLINE_DETAIL};
 use crate::render::{AMX_OFF, AVX2_ONLY, Row};
 use crate::schema::WorkloadKind;
 use crate::serve::{self, ServeLoaded};
@@ -207,10 +209,13 @@ fn spread(sorted: &[f64]) -> String {
     }
 }
 
-fn short_workload(row: &Row) -> String {
+/// The workload of a row: the canvas for a forward pass; for a generation, the prompt,
+/// generation length and steps (`brief`: the generation length alone).
+fn workload(row: &Row, brief: bool) -> String {
     let w = &row.runs[0].result.workload;
     match row.kind {
         WorkloadKind::Forward => format!("T={}", w.prompt_tokens),
+        WorkloadKind::Generate if brief => format!("gen {}", w.gen_tokens),
         WorkloadKind::Generate => format!(
             "prompt {} + gen {}, {} steps",
             w.prompt_tokens,
@@ -220,23 +225,49 @@ fn short_workload(row: &Row) -> String {
     }
 }
 
-/// Renders the Markdown that goes between the headline markers (markers excluded).
+/// The two forms of the headline table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Form {
+    /// `README.md`: short cells (the family, its best row, both figures, the speed-up, the
+    /// spread), no files; the detail is a link away.
+    Short,
+    /// `bench-results/README.md`: every workload detail and the result files of each row.
+    Detail,
+}
+
+/// The Markdown that goes between the README's headline markers (markers excluded): one
+/// row per family with short cells, the detail in [`render_detail`].
 pub(crate) fn render(rows: &[Row], serve_runs: &[ServeLoaded]) -> String {
+    render_form(rows, serve_runs, Form::Short)
+}
+
+/// The Markdown between the headline-detail markers of `bench-results/README.md`: the same
+/// rows with their full workloads and the result files behind each figure.
+pub(crate) fn render_detail(rows: &[Row], serve_runs: &[ServeLoaded]) -> String {
+    render_form(rows, serve_runs, Form::Detail)
+}
+
+fn render_form(rows: &[Row], serve_runs: &[ServeLoaded], form: Form) -> String {
     let picks = select(rows);
     let serve_pick = select_serve(serve_runs);
     if picks.is_empty() && serve_pick.is_none() {
         return "_No compared benchmark results yet._\n".to_string();
     }
+    let section = match form {
+        Form::Short => HEADLINE,
+        Form::Detail => HEADLINE_DETAIL,
+    };
     let mut machines: Vec<&str> = picks.iter().map(|p| p.row.machine).collect();
     machines.extend(serve_pick.iter().map(|p| p.run.run.machine.id.as_str()));
     machines.sort_unstable();
     machines.dedup();
-    let on = |machine: &str| {
-        if machines.len() > 1 {
-            format!(" on `{machine}`")
-        } else {
-            String::new()
-        }
+    // With several machines each row names its own: in a column of its own in the short
+    // form, after the workload in the detail.
+    let several = machines.len() > 1;
+    let on = |machine: &str| match (several, form) {
+        (false, _) => String::new(),
+        (true, Form::Short) => format!(" | `{machine}`"),
+        (true, Form::Detail) => format!(" on `{machine}`"),
     };
     let all_synthetic = picks.iter().all(|p| p.row.model().synthetic);
     let mut out = String::new();
@@ -257,8 +288,22 @@ pub(crate) fn render(rows: &[Row], serve_runs: &[ServeLoaded]) -> String {
             }
         }
     }
-    out.push_str("| family | its best row | Lacuna | baseline | speed-up | every compared row of the family | files |\n");
-    out.push_str("|---|---|---|---|---|---|---|\n");
+    match form {
+        Form::Short if several => {
+            out.push_str("| family | best row | machine | Lacuna | baseline | speed-up | all compared rows |\n");
+            out.push_str("|---|---|---|---|---|---|---|\n");
+        }
+        Form::Short => {
+            out.push_str(
+                "| family | best row | Lacuna | baseline | speed-up | all compared rows |\n",
+            );
+            out.push_str("|---|---|---|---|---|---|\n");
+        }
+        Form::Detail => {
+            out.push_str("| family | its best row | Lacuna | baseline | speed-up | every compared row of the family | files |\n");
+            out.push_str("|---|---|---|---|---|---|---|\n");
+        }
+    }
     for p in &picks {
         let row = p.row;
         let (Some(lacuna), Some(llama)) = (row.lacuna, row.llama) else {
@@ -274,26 +319,33 @@ pub(crate) fn render(rows: &[Row], serve_runs: &[ServeLoaded]) -> String {
         } else {
             "llama.cpp"
         };
-        let _ = writeln!(
+        let _ = write!(
             out,
-            "| {} | `{}`{synthetic}, {}{} | {:.1} ms/step | {baseline} {:.1} ms/step | {:.2}× | {} | {} {} |",
+            "| {} | `{}`{synthetic}, {}{} | {:.1} ms/step | {baseline} {:.1} ms/step | {:.2}× | {} |",
             p.family.label(),
             row.model().id,
-            short_workload(row),
+            workload(row, form == Form::Short),
             on(row.machine),
             lacuna.result.figures.step_ms.median,
             llama.result.figures.step_ms.median,
             row.speedup().unwrap_or_default(),
             spread(&p.speedups),
-            HEADLINE.link("Lacuna", &lacuna.path),
-            HEADLINE.link("llama.cpp", &llama.path),
         );
+        if form == Form::Detail {
+            let _ = write!(
+                out,
+                " {} {} |",
+                section.link("Lacuna", &lacuna.path),
+                section.link("llama.cpp", &llama.path),
+            );
+        }
+        out.push('\n');
     }
     if let Some(p) = &serve_pick {
         let r = &p.run.run;
-        let _ = writeln!(
+        let _ = write!(
             out,
-            "| `lacuna serve`, {} concurrent vs 1 | `{}`, {}{}{} | {:.1} tokens/s | 1 at a time {:.1} tokens/s | {:.2}× | {} | {} {} |",
+            "| `lacuna serve`, {} concurrent vs 1 | `{}`, {}{}{} | {:.1} tokens/s | 1 at a time {:.1} tokens/s | {:.2}× | {} |",
             r.workload.concurrency,
             r.model.id,
             r.workload.endpoint,
@@ -303,20 +355,42 @@ pub(crate) fn render(rows: &[Row], serve_runs: &[ServeLoaded]) -> String {
             p.baseline.run.figures.generated_tokens_per_s,
             serve::ratio(p.run, p.baseline),
             spread(&p.gains),
-            HEADLINE.link(
-                &format!("{} concurrent", r.workload.concurrency),
-                &p.run.path
-            ),
-            HEADLINE.link("1 concurrent", &p.baseline.path),
         );
+        if form == Form::Detail {
+            let _ = write!(
+                out,
+                " {} {} |",
+                section.link(
+                    &format!("{} concurrent", r.workload.concurrency),
+                    &p.run.path
+                ),
+                section.link("1 concurrent", &p.baseline.path),
+            );
+        }
+        out.push('\n');
     }
     out.push('\n');
-    if all_synthetic && !picks.is_empty() {
-        out.push_str("Every model compared with llama.cpp above has random weights in a real model's shape and quant mix: these are speed figures, not quality. ");
+    match form {
+        Form::Short => {
+            if all_synthetic && !picks.is_empty() {
+                out.push_str(
+                    "Random weights in real models' shapes and quant mixes: speed, not quality. ",
+                );
+            }
+            out.push_str("Speed-up = llama.cpp's best median ÷ Lacuna's, same machine, file and workload; `lacuna serve`: tokens/s ÷ one request at a time. Workloads, files and caveats: ");
+            out.push_str(&section.link(
+                "bench-results/README.md",
+                "bench-results/README.md#headline-rows",
+            ));
+            out.push_str(".\n");
+        }
+        Form::Detail => {
+            if all_synthetic && !picks.is_empty() {
+                out.push_str("Every model compared with llama.cpp above has random weights in a real model's shape and quant mix: these are speed figures, not quality. ");
+            }
+            out.push_str("Each row is its family's row with the largest speed-up; the column after it spreads every row of the family where both engines ran, losses (below 1×) included. Speed-up = llama.cpp's best median ÷ Lacuna's (above 1 = Lacuna faster), same machine, file, workload and instructions; a cached generate row is compared with llama.cpp's run without a cache (it has none for these models). `lacuna serve`: generated tokens/s at that concurrency ÷ one request at a time. Every row, figure and file: the table below.\n");
+        }
     }
-    out.push_str("Each row is its family's row with the largest speed-up; the column after it spreads every row of the family where both engines ran, losses (below 1×) included. Speed-up = llama.cpp's best median ÷ Lacuna's (above 1 = Lacuna faster), same machine, file, workload and instructions; a cached generate row is compared with llama.cpp's run without a cache (it has none for these models). `lacuna serve`: generated tokens/s at that concurrency ÷ one request at a time. Every row, figure and file: ");
-    out.push_str(&HEADLINE.link("bench-results/README.md", "bench-results/README.md"));
-    out.push_str(".\n");
     out
 }
 

@@ -1,8 +1,8 @@
 //! `cargo xtask`: repository tasks.
 //!
-//! - `bench-render`: regenerates, from `bench-results/`, the full benchmark table in
-//!   `bench-results/README.md` and the headline table (one row per workload family) in
-//!   `README.md`.
+//! - `bench-render`: regenerates, from `bench-results/`, the full benchmark table and the
+//!   headline's detail in `bench-results/README.md` and the headline table (one row per
+//!   workload family) in `README.md`.
 //! - `bench-verify`: fails when a result file breaks the schema, when either table is not
 //!   what `bench-render` would write, or when a table row cites a missing file.
 

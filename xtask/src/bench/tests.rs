@@ -1,7 +1,7 @@
 use std::path::Path;
 
 use super::*;
-use crate::generated::{FULL, HEADLINE};
+use crate::generated::{FULL, HEADLINE, HEADLINE_DETAIL};
 
 fn sample(engine: &str, threads: u32, median: f64) -> serde_json::Value {
     serde_json::json!({
@@ -29,17 +29,18 @@ fn repo(files: &[(&str, serde_json::Value)]) -> tempfile::TempDir {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, serde_json::to_string_pretty(value).unwrap()).unwrap();
     }
-    for section in [HEADLINE, FULL] {
-        let path = dir.path().join(section.file);
+    // Each file holds its sections' markers around stale text, in order.
+    for file in [HEADLINE.file, FULL.file] {
+        let mut text = "# Title\n".to_string();
+        for section in [HEADLINE, HEADLINE_DETAIL, FULL] {
+            if section.file == file {
+                text.push_str(&format!("\n{}\nstale\n{}\n", section.begin, section.end));
+            }
+        }
+        text.push_str("\nRest of the file.\n");
+        let path = dir.path().join(file);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(
-            path,
-            format!(
-                "# Title\n\n{}\nstale\n{}\n\nRest of the file.\n",
-                section.begin, section.end
-            ),
-        )
-        .unwrap();
+        std::fs::write(path, text).unwrap();
     }
     dir
 }
@@ -87,9 +88,19 @@ fn render_then_verify_passes_and_keeps_the_rest_of_the_readme() {
         text.contains("[llama-t1](test-box/llama-t1.json)"),
         "{text}"
     );
+    // The headline's detail, beside the full table, cites the files.
+    assert!(
+        text.contains("| forward pass | `llada-8b-shape-4l-q4km`, T=160 | 400.0 ms/step | llama.cpp 1300.0 ms/step | 3.25× | 1 row | [Lacuna](test-box/lacuna-t2.json) [llama.cpp](test-box/llama-t2.json) |"),
+        "{text}"
+    );
+    // The README's headline is short and links the detail.
     let text = readme(dir.path());
     assert!(
-        text.contains("| forward pass | `llada-8b-shape-4l-q4km`, T=160 | 400.0 ms/step | llama.cpp 1300.0 ms/step | 3.25× | 1 row | [Lacuna](bench-results/test-box/lacuna-t2.json) [llama.cpp](bench-results/test-box/llama-t2.json) |"),
+        text.contains("| forward pass | `llada-8b-shape-4l-q4km`, T=160 | 400.0 ms/step | llama.cpp 1300.0 ms/step | 3.25× | 1 row |\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("[bench-results/README.md](bench-results/README.md#headline-rows)"),
         "{text}"
     );
 }
@@ -156,12 +167,30 @@ fn a_headline_citing_a_missing_file_fails() {
         ("llama.json", sample("llama.cpp", 2, 1300.0)),
     ]);
     render_readme(dir.path()).unwrap();
-    let edited = readme(dir.path()).replace("test-box/llama.json", "test-box/gone.json");
-    std::fs::write(dir.path().join(HEADLINE.file), edited).unwrap();
+    let edited = table(dir.path()).replace("test-box/llama.json", "test-box/gone.json");
+    std::fs::write(dir.path().join(HEADLINE_DETAIL.file), edited).unwrap();
     let err = verify(dir.path()).unwrap_err().to_string();
     assert_eq!(
         err,
-        "README.md: a benchmark row cites bench-results/test-box/gone.json, which does not exist"
+        "bench-results/README.md: a benchmark row cites bench-results/test-box/gone.json, which does not exist"
+    );
+}
+
+#[test]
+fn the_readme_headline_must_link_an_existing_detail() {
+    let dir = repo(&[
+        ("lacuna.json", sample("lacuna", 2, 400.0)),
+        ("llama.json", sample("llama.cpp", 2, 1300.0)),
+    ]);
+    render_readme(dir.path()).unwrap();
+    verify(dir.path()).unwrap();
+    // Its anchor is not part of the file it cites.
+    let moved = dir.path().join("bench-results/README.md");
+    std::fs::rename(&moved, dir.path().join("bench-results/OTHER.md")).unwrap();
+    let err = verify(dir.path()).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "README.md: a benchmark row cites bench-results/README.md, which does not exist"
     );
 }
 

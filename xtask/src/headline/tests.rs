@@ -127,15 +127,16 @@ fn each_family_picks_its_largest_speed_up_and_spreads_all_of_them() {
     assert_eq!(picked(&picks, Family::GenerateNone).1, 2.5);
     assert_eq!(picked(&picks, Family::GenerateDual).1, 10.0);
 
-    let text = render(&rows, &[]);
+    let text = render_detail(&rows, &[]);
     assert!(
         text.starts_with(
             "Machine `box`: Test CPU, 2 cores, 16 GiB; a row with no instruction set named runs its best (AMX).\n"
         ),
         "{text}"
     );
+    // Links are relative to bench-results/README.md, where the detail is.
     assert!(
-        text.contains("| forward pass | `llada-q4km`, T=64 | 300.0 ms/step | llama.cpp 900.0 ms/step | 3.00× | 2 rows: 2.00×–3.00×, median 2.50× | [Lacuna](bench-results/box/b-lacuna.json) [llama.cpp](bench-results/box/b-llama.json) |"),
+        text.contains("| forward pass | `llada-q4km`, T=64 | 300.0 ms/step | llama.cpp 900.0 ms/step | 3.00× | 2 rows: 2.00×–3.00×, median 2.50× | [Lacuna](box/b-lacuna.json) [llama.cpp](box/b-llama.json) |"),
         "{text}"
     );
     // The losing family is shown, and the cached row names its uncached baseline.
@@ -146,6 +147,69 @@ fn each_family_picks_its_largest_speed_up_and_spreads_all_of_them() {
     );
     assert!(text.contains("Every model compared with llama.cpp above has random weights"));
     assert!(text.lines().count() <= 14, "{text}");
+
+    // The README's form: the same figures in short cells, no files.
+    let text = render(&rows, &[]);
+    assert!(
+        text.contains("| forward pass | `llada-q4km`, T=64 | 300.0 ms/step | llama.cpp 900.0 ms/step | 3.00× | 2 rows: 2.00×–3.00×, median 2.50× |\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("| generate, dual cache (approximate) | `llada-q4km`, gen 128 | 100.0 ms/step | llama.cpp, no cache 1000.0 ms/step | 10.00× |"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Random weights in real models' shapes"),
+        "{text}"
+    );
+    assert!(!text.contains(".json"), "{text}");
+    assert!(text.lines().count() <= 14, "{text}");
+}
+
+/// The longest cell of the README's form, in characters.
+fn widest_cell(text: &str) -> usize {
+    text.lines()
+        .filter(|l| l.starts_with('|'))
+        .flat_map(|l| l.split('|'))
+        .map(|c| c.trim().chars().count())
+        .max()
+        .unwrap_or(0)
+}
+
+#[test]
+fn the_readme_form_keeps_every_cell_short() {
+    // Long names, two machines (so each row names its machine), a serve row.
+    let long = |v: &mut serde_json::Value| {
+        model("llada-8b-shape-32l-q4km", "llada", "Q4_K_M-like")(v);
+        generate("dual")(v);
+        v["workload"]["prompt_tokens"] = 544.into();
+        v["workload"]["gen_tokens"] = 1024.into();
+        v["workload"]["steps"] = 1024.into();
+    };
+    let mut results: Vec<Loaded> = pair("g", 100.0, 1000.0, long).into();
+    results.extend(pair("d", 100.0, 1000.0, |v| {
+        long(v);
+        v["workload"]["cache"] = "none".into();
+        v["machine"]["id"] = "epyc-2c-avx512-quiet".into();
+    }));
+    let rows = rows(&results);
+    let serve = [
+        serve_run("c1", "llada8b-shape-32l-q4km", 1, 4.0),
+        serve_run("c8", "llada8b-shape-32l-q4km", 8, 9.0),
+    ];
+    let short = render(&rows, &serve);
+    assert!(
+        short.contains("| `llada-8b-shape-32l-q4km`, gen 1024 | `epyc-2c-avx512-quiet` |"),
+        "{short}"
+    );
+    assert!(widest_cell(&short) <= 60, "{short}");
+    // The detail keeps the whole workload (and is wider).
+    let detail = render_detail(&rows, &serve);
+    assert!(
+        detail.contains("prompt 544 + gen 1024, 1024 steps"),
+        "{detail}"
+    );
+    assert!(widest_cell(&detail) > 60, "{detail}");
 }
 
 #[test]
@@ -238,9 +302,14 @@ fn serve_picks_the_largest_gain_over_one_request_at_a_time() {
     assert_eq!(p.run.path, "bench-results/box/serve-load/demo-c4.json");
     assert_eq!(p.baseline.path, "bench-results/box/serve-load/demo-c1.json");
     assert_eq!(p.gains.len(), 3);
+    let text = render_detail(&[], &runs);
+    assert!(
+        text.contains("| `lacuna serve`, 4 concurrent vs 1 | `demo`, chat, stream | 500.0 tokens/s | 1 at a time 400.0 tokens/s | 1.25× | 3 rows: 1.10×–1.25×, median 1.20× | [4 concurrent](box/serve-load/demo-c4.json) [1 concurrent](box/serve-load/demo-c1.json) |"),
+        "{text}"
+    );
     let text = render(&[], &runs);
     assert!(
-        text.contains("| `lacuna serve`, 4 concurrent vs 1 | `demo`, chat, stream | 500.0 tokens/s | 1 at a time 400.0 tokens/s | 1.25× | 3 rows: 1.10×–1.25×, median 1.20× | [4 concurrent](bench-results/box/serve-load/demo-c4.json) [1 concurrent](bench-results/box/serve-load/demo-c1.json) |"),
+        text.contains("| `lacuna serve`, 4 concurrent vs 1 | `demo`, chat, stream | 500.0 tokens/s | 1 at a time 400.0 tokens/s | 1.25× | 3 rows: 1.10×–1.25×, median 1.20× |\n"),
         "{text}"
     );
     assert!(select_serve(&runs[5..]).is_none());

@@ -253,6 +253,16 @@ impl Engine {
         self.prep.prepare(request)
     }
 
+    /// `spec` compiled for this model's vocabulary, from the engine's cache (compiled now
+    /// on a miss): to check a schema or compile it ahead of the first request, and to read
+    /// its size ([`Compiled::states`](lacuna_structured::Compiled::states), ...).
+    pub fn constraint(
+        &self,
+        spec: &lacuna_structured::Spec,
+    ) -> Result<std::sync::Arc<lacuna_structured::Compiled>> {
+        self.prep.constraint(spec)
+    }
+
     /// Generates for `request`, calling `on_step` after every denoising step with a view of
     /// the canvas (the whole canvas, the positions committed this step and their
     /// confidences). Runs on the engine's thread pool.

@@ -355,6 +355,11 @@ impl Preparer {
         }))
     }
 
+    /// `spec` compiled for this model (cached).
+    pub(crate) fn constraint(&self, spec: &Spec) -> Result<Arc<Compiled>> {
+        self.constraints.get(spec, &self.tokenizer, &self.eos_ids)
+    }
+
     /// The sampler settings `r` asks for, for this model's sampler (`suffix`: the infill
     /// suffix's tokens); checked.
     fn sampler_config(&self, r: &GenerateRequest, suffix: Vec<u32>) -> Result<SamplerConfig> {

@@ -205,6 +205,14 @@ impl SharedEngine {
         self.prep.prepare(request)
     }
 
+    /// [`Engine::constraint`]: `spec` compiled for this model, from its cache.
+    pub fn constraint(
+        &self,
+        spec: &lacuna_structured::Spec,
+    ) -> Result<std::sync::Arc<lacuna_structured::Compiled>> {
+        self.prep.constraint(spec)
+    }
+
     /// Generates `prepared` on the calling thread, each forward pass batched with the other
     /// generations' passes waiting at the time. `cancel` stops it before its next pass ([`Error::Cancelled`]); `on_step` runs on
     /// this thread after every step, without the model held.

@@ -5,8 +5,12 @@
 //!   workload family) in `README.md`.
 //! - `bench-verify`: fails when a result file breaks the schema, when either table is not
 //!   what `bench-render` would write, or when a table row cites a missing file.
+//! - `docs-check`: fails, naming file and line, when `README.md` is over 10,000 characters,
+//!   a paragraph or list item of `README.md` or `docs/*.md` is over 600, or a relative link
+//!   there names a missing file or heading (see [`docs`]).
 
 mod bench;
+mod docs;
 mod generated;
 mod headline;
 mod render;
@@ -39,6 +43,11 @@ fn main() {
         Some("bench-verify") => bench::verify(&repo_root()).map(|n| {
             println!("bench-verify: {n} result file(s) valid, benchmark tables up to date");
         }),
+        Some("docs-check") => docs::check(&repo_root()).map(|n| {
+            println!(
+                "docs-check: {n} Markdown file(s) within the rules, every relative link found"
+            );
+        }),
         _ => usage(),
     };
     if let Err(err) = result {
@@ -48,7 +57,7 @@ fn main() {
 }
 
 fn usage() -> Result<()> {
-    bail!("usage: cargo xtask <bench-render|bench-verify>")
+    bail!("usage: cargo xtask <bench-render|bench-verify|docs-check>")
 }
 
 /// Reads a file to a string, naming it on failure.

@@ -198,3 +198,22 @@ fn check_lists_every_problem_of_readme_and_docs() {
     std::fs::write(dir.path().join("docs/guide.md"), "# G\n\n- short\n").unwrap();
     assert_eq!(check(dir.path()).unwrap(), 3);
 }
+
+#[test]
+fn link_targets_drop_titles_and_angle_brackets() {
+    let text = "[a](one.md \"Title\") [b](<two words.md>) [c](three.md#part) ![d](four.png)\n";
+    let targets: Vec<String> = links(text).into_iter().map(|l| l.target).collect();
+    assert_eq!(
+        targets,
+        ["one.md", "two words.md", "three.md#part", "four.png"]
+    );
+}
+
+/// The committed README and guides keep the rules (as `cargo xtask docs-check` does), so
+/// `cargo test` fails when they break.
+#[test]
+fn the_committed_docs_keep_the_rules() {
+    if let Err(err) = check(&crate::repo_root()) {
+        panic!("{err:#}");
+    }
+}

@@ -246,3 +246,41 @@ fn interleaved_equals_alone(arch: Arch, reqs: Vec<GenerateRequest>) {
         assert_eq!(got.canvas, want.canvas, "{arch} request {i}");
     }
 }
+
+/// Constrained canvases (a JSON Schema, a regex) and free ones in the same batches: each
+/// equals its run alone bit for bit, and each constrained answer is in its language.
+#[test]
+fn constrained_and_free_canvases_batch_exactly() {
+    use lacuna::structured::Spec;
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {"name": {"type": "string", "maxLength": 10}, "n": {"type": "integer", "minimum": 0, "maximum": 99}},
+        "required": ["name", "n"],
+        "additionalProperties": false,
+    });
+    let mut reqs = requests();
+    reqs[0].constraint = Some(Spec::JsonSchema(schema.clone()));
+    reqs[2].constraint = Some(Spec::Regex("[A-Z][a-z]{2,8}( [a-z]{2,8}){1,4}\\.".into()));
+    let mut engine = demo();
+    let alone: Vec<_> = reqs
+        .iter()
+        .map(|r| engine.generate(r, |_| {}).unwrap())
+        .collect();
+    let shared = Arc::new(SharedEngine::new(demo()));
+    for (got, want) in at_once(&shared, reqs).into_iter().zip(&alone) {
+        assert_eq!(got.canvas, want.canvas);
+        assert_eq!(got.text, want.text);
+    }
+    let v: serde_json::Value = serde_json::from_str(&alone[0].text).unwrap();
+    assert!(
+        v["name"].is_string() && v["n"].as_u64().is_some_and(|n| n <= 99),
+        "{v}"
+    );
+    let words: Vec<&str> = alone[2].text.trim_end_matches('.').split(' ').collect();
+    assert!(
+        alone[2].text.ends_with('.') && (2..=5).contains(&words.len()),
+        "{:?}",
+        alone[2].text
+    );
+    assert!(shared.stats().forwards < shared.stats().passes);
+}

@@ -79,6 +79,8 @@ fn main() {
 }
 
 fn run(cli: Cli) -> Result<()> {
+    // The kernels' A/B knobs (`LACUNA_TILE_TOKENS` and the like) for benchmark runs.
+    lacuna::cpu::tuning::set(lacuna::cpu::Tuning::from_env()?)?;
     match cli.command {
         Command::Version => {
             println!(

@@ -33,9 +33,11 @@ mod ops;
 mod out;
 mod packed;
 mod path;
+#[cfg(feature = "peak")]
 pub mod peak;
 #[cfg(test)]
 mod testing;
+pub mod tuning;
 
 pub use error::Error;
 pub use gemm::{Workspace, matmul, matmul_on, matmul_rows, matmul_rows_on};
@@ -47,3 +49,4 @@ pub use ops::{
 };
 pub use packed::PackedWeight;
 pub use path::Path;
+pub use tuning::{Tuning, TuningError};

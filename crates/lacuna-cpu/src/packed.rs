@@ -508,21 +508,20 @@ fn check_bytes(ty: GgmlType, n: usize, k: usize, bytes: &[u8]) -> Result<usize, 
 }
 
 /// Whether packing for `path` picks the small form: on the x86 paths, whose kernels read it,
-/// unless `LACUNA_SMALL_PANELS=0` (a diagnostic, for A/B measurements). (AMX builds its
+/// unless [`Tuning::small_panels`](crate::Tuning) is off. (AMX builds its
 /// tiles' planes from every small form of the K-quants, and rebuilds the 32-element
 /// formats' level indices into its B tiles panel by panel; AVX2 rebuilds panels into bytes
 /// but for Q4_K's nibbles, AVX-VNNI all of them.)
 pub(crate) fn small_for(path: Path) -> bool {
-    x86_kernel(path) && std::env::var("LACUNA_SMALL_PANELS").map_or(true, |v| v != "0")
+    x86_kernel(path) && crate::tuning::get().small_panels
 }
 
 /// Whether packing for `path` holds Q3_K, Q5_K and Q6_K in bit planes and the level formats
 /// as indices (within the small form): wherever it is picked ([`small_for`]; AVX-512 VNNI
 /// and AMX read them, AVX2 and AVX-VNNI rebuild them panel by panel), unless
-/// `LACUNA_PLANAR_PANELS=0` (for A/B measurements; `1` keeps the 32-bit block constants
-/// [`Form::Half`] narrows).
+/// [`Tuning::planar_panels`](crate::Tuning) is off.
 pub(crate) fn planar_for(path: Path) -> bool {
-    small_for(path) && std::env::var("LACUNA_PLANAR_PANELS").map_or(true, |v| v != "0")
+    small_for(path) && crate::tuning::get().planar_panels
 }
 
 /// Whether `path` runs small matrices without `gemm`'s per-matmul expansion (AMX
@@ -609,8 +608,8 @@ pub(crate) enum Form {
     /// [`Form::Planar`] with 16-bit block constants for the 32-weight formats with an f16
     /// scale ([`QuantPacked::half`]): what [`PackedWeight::new`] picks on the x86 paths.
     /// Against the byte form (1 thread, 4096x4096, Q8_0/Q4_0/IQ4_NL) 0.46-0.85x the time
-    /// at 1-8 tokens and 0.89-1.02x from 32 on, in less memory; `LACUNA_PLANAR_PANELS=1`
-    /// keeps [`Form::Planar`]'s 32-bit constants for A/B measurements.
+    /// at 1-8 tokens and 0.89-1.02x from 32 on, in less memory; [`Tuning::wide_constants`](crate::Tuning)
+    /// keeps [`Form::Planar`]'s 32-bit constants.
     Half,
 }
 
@@ -619,7 +618,7 @@ impl Form {
     fn active() -> Form {
         match Path::active() {
             Ok(path) if planar_for(path) => {
-                if std::env::var("LACUNA_PLANAR_PANELS").is_ok_and(|v| v == "1") {
+                if crate::tuning::get().wide_constants {
                     Form::Planar
                 } else {
                     Form::Half

@@ -23,14 +23,13 @@ use crate::packed::{BITS5_SIGNED, FloatPacked, PANEL, QuantPacked, levels, plane
 const TT_AMD: usize = 4;
 const TT: usize = 6;
 
-/// [`TT_AMD`] on AMD CPUs, else [`TT`]; `LACUNA_TILE_TOKENS=N` (1 to 6) sets another, for
-/// A/B benchmarks (read once).
+/// [`TT_AMD`] on AMD CPUs, else [`TT`]; [`Tuning::tile_tokens`](crate::Tuning) sets
+/// another (1 to 6).
 fn tile_tokens() -> usize {
     static AT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *AT.get_or_init(|| {
-        std::env::var("LACUNA_TILE_TOKENS")
-            .ok()
-            .and_then(|v| v.parse().ok())
+        crate::tuning::get()
+            .tile_tokens
             .filter(|n| (1..=TT.max(TT_AMD)).contains(n))
             .unwrap_or(if crate::path::is_amd() { TT_AMD } else { TT })
     })
@@ -50,37 +49,27 @@ fn balanced(left: usize, max: usize) -> usize {
 /// indices ([`QuantPacked::planar`], [`QuantPacked::nib`], [`QuantPacked::lut`]) by rebuilding each pair of panels once
 /// into the byte form ([`expand`]), then the byte kernel over every token tile: below it,
 /// each tile rebuilds its lines itself (cheaper for a few tiles, no buffer written).
-/// `LACUNA_EXPAND_TOKENS=N` sets another threshold, for A/B benchmarks.
+/// [`Tuning::expand_tokens`](crate::Tuning) sets another threshold.
 const EXPAND_TOKENS: usize = 24;
 
-/// [`EXPAND_TOKENS`], or the `LACUNA_EXPAND_TOKENS` that overrides it (read once).
+/// [`EXPAND_TOKENS`], or the tuning's.
 fn expand_tokens() -> usize {
-    static AT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *AT.get_or_init(|| {
-        std::env::var("LACUNA_EXPAND_TOKENS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(EXPAND_TOKENS)
-    })
+    crate::tuning::get().expand_tokens.unwrap_or(EXPAND_TOKENS)
 }
 
 /// Canvases of at least this many tokens run Q8_0 in the half form through [`widened`]
 /// (the others from [`expand_tokens`], where their weights are rebuilt too).
 const WIDEN_TOKENS_Q8_0: usize = 8;
 
-/// The token count from which a matrix of `kind` in the half form runs [`widened`]:
-/// `LACUNA_WIDEN_TOKENS=N` sets Q8_0's, for A/B benchmarks (read once).
+/// The token count from which a matrix of `kind` in the half form runs [`widened`]
+/// ([`Tuning::widen_tokens_q8_0`](crate::Tuning) sets Q8_0's).
 fn widen_tokens(kind: QuantKind) -> usize {
-    static AT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     if kind != QuantKind::Q8_0 {
         return expand_tokens();
     }
-    *AT.get_or_init(|| {
-        std::env::var("LACUNA_WIDEN_TOKENS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(WIDEN_TOKENS_Q8_0)
-    })
+    crate::tuning::get()
+        .widen_tokens_q8_0
+        .unwrap_or(WIDEN_TOKENS_Q8_0)
 }
 
 thread_local! {

@@ -29,7 +29,7 @@ PROBLEMS = os.path.join(ROOT, "tools/train-tiny/results/tasks/heldout.tsv")
 REGEX = {
     "add": "[0-9]{1,7}",
     "sort": " [0-9]{1,2}( [0-9]{1,2}){0,15}",
-    "rev": " [a-z]{1,12}( [a-z]{1,12}){0,5}",
+    "rev": " [a-z]{1,20}( [a-z]{1,20}){0,7}",
 }
 
 MODES = [

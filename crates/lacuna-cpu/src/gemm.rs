@@ -206,9 +206,8 @@ fn run(
 /// Canvases of at least this many tokens run a compact matrix through
 /// [`compact_by_panels`]: per panel, decoding once into the repacked layout costs less than
 /// the decode-per-use kernels' slower dot products. With the vectorised panel decoder the two
-/// meet at about 32 tokens (1 thread, 4096 x 4096, AVX-512 VNNI: Q4_K 5.4 against 5.3 ms,
-/// Q6_K 6.3 against 6.9, Q8_0 5.2 against 6.2-6.7; below, the kernels win, at 8 tokens by
-/// 10-20%).
+/// meet at about 32 tokens on AVX-512 VNNI (4096 x 4096, Q4_K, Q6_K, Q8_0); below, the
+/// decode-per-use kernels win.
 const PANEL_TOKENS: usize = 32;
 
 /// A compact matrix over many tokens: each panel of 16 rows is decoded into a per-task

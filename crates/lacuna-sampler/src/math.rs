@@ -3,10 +3,9 @@
 //!
 //! The exponentials and their sums are `lacuna-cpu`'s vectorized f64 row kernels
 //! ([`lacuna_cpu::sum_exp_f32`] and kin): within 1 ulp of libm's `exp` per term, summed in 8
-//! lanes in a fixed order, the same bits on every CPU path and thread count. (They were
-//! scalar libm `exp` summed left to right, 0.9 ms a 126,464-token row; the official code's
-//! float64 softmax on PyTorch sums in its own order, so neither is its bits: the committed
-//! cases compare decisions, which both reproduce.)
+//! lanes in a fixed order, the same bits on every CPU path and thread count. The official
+//! code's float64 softmax on PyTorch sums in its own order, so these are not its bits: the
+//! committed cases compare decisions, which both reproduce.
 
 use crate::rng::UniformSource;
 

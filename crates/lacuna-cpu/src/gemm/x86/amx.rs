@@ -24,13 +24,10 @@
 //! run [`super::amx32`] from its own threshold on, and canvases under [`MIN_TOKENS`] rows
 //! the AVX-512 kernel.
 //!
-//! What bounds it (measured on the 2-vCPU Xeon VM this was tuned on; the probe and its
-//! output are in `bench-results/xeon-2c-amx/kernels/2026-12-05-amx-tile-probe.json`): a
-//! unit's tile work (16 `tileloadd`, 16 `tdpbusd`, 4 `tilestored`) took 117-350 ns with
-//! random data in runs an hour apart, a `tdpbusd` 7-14 ns (5.7 ns on zero tiles: the tile
-//! unit's rate moves with the data and the host's load), and the two vCPUs share about 1.3x
-//! one thread's tile throughput (`lacuna doctor`). The vector work (planes,
-//! fold) is pipelined against the tile unit over units: while unit `u` multiplies, unit
+//! The tile unit's work per unit (16 `tileloadd`, 16 `tdpbusd`, 4 `tilestored`) bounds it;
+//! its rate moves with the data and the host's load, and two vCPUs can share one tile unit
+//! (probe and figures: `bench-results/xeon-2c-amx/kernels/2026-12-05-amx-tile-probe.json`).
+//! The vector work (planes, fold) is pipelined against the tile unit over units: while unit `u` multiplies, unit
 //! `u - 1` is folded and a slice of the next block's planes is built, issued between the
 //! four K steps of `u`.
 
@@ -44,12 +41,9 @@ use crate::packed::{PANEL, QuantPacked, levels, planes};
 
 use super::avx512::BlockFold;
 
-/// Fewer tokens than this: the plane construction is not repaid; use AVX-512. Measured on the
-/// 2-vCPU AMX Xeon VM, interleaved A/B, 2 threads, LLaDA-8B shape Q4_K_M, a dual-cache step
-/// (`lacuna bench --batch 1`): 32-token windows 239 ms (AVX-512) vs 200 ms (AMX) on 4 layers
-/// and 1,423 vs 1,108 ms on 32, where the weights stream from DRAM; 16-token windows 157 ms
-/// vs 171 ms (AMX pads them to 32), so the threshold is 32. (An earlier 1-thread 4096²
-/// kernel bench, the matrix partly in L3, had put it at 64.)
+/// Fewer tokens than this: the plane construction is not repaid; use AVX-512. AMX wins a
+/// dual-cache step's 32-token windows and loses 16-token ones, which it pads to 32
+/// (measured on `xeon-2c-amx`, LLaDA-8B shape Q4_K_M: `bench-results/xeon-2c-amx/ab/`).
 pub(crate) const MIN_TOKENS: usize = 32;
 /// Panels per task (the other paths take 2): K-chunking reuses activations across them.
 pub(crate) const TASK_PANELS: usize = 8;

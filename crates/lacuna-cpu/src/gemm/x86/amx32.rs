@@ -18,10 +18,9 @@
 //! byte form's f32, and a panel of indices, nibbles or planes is rebuilt into the byte
 //! form's lines (the AVX-512 kernel's [`Lines`]: `vpshufb` for the levels) on the first
 //! token tile, a block ahead of its multiply, into a per-thread buffer the later token tiles
-//! read from L2. (Q4_1/Q5_1's float offsets are added after this kernel, `crate::gemm`.) (Against the byte form, 2 threads: the 126464 x 4096 Q4_0 LM head 20 vs
-//! 25 ms at 16 tokens and 37.5 vs 43 at 32, half the bytes streamed; at 4096 x 4096, in L3,
-//! within the noise at 2 threads, on 1 thread at 160 tokens 0.78-0.88x the time:
-//! `bench-results/xeon-2c-amx/ab/2026-12-05-amx-planar.json`.)
+//! read from L2. (Q4_1/Q5_1's float offsets are added after this kernel, `crate::gemm`.) The
+//! small form halves the bytes streamed from memory, which is what bounds the LM head
+//! (measured: `bench-results/xeon-2c-amx/ab/2026-12-05-amx-planar.json`).
 //!
 //! The AVX-512 kernel spends 8 `vpdpbusd` and a broadcast per token and panel-block before
 //! the same fold; here the tile unit takes the products and the vector units only fold
@@ -33,12 +32,9 @@
 //! once waits on its store). C tiles tmm0/tmm1, A tiles tmm2/tmm3 and B tiles tmm4/tmm5
 //! alternate between blocks.
 //!
-//! Measured on the 2-vCPU AMX Xeon VM (2 threads, 4096 x 4096,
-//! `bench-results/xeon-2c-amx/ab/2026-12-05-amx32.json`): 0.67-0.75x the time of the
-//! AVX-512 kernel it replaced from 16 to 160 tokens for Q8_0, Q4_0, Q5_0 and IQ4_NL. What
-//! bounds it (`kernels/2026-12-05-amx32-unit-probe.json`): one unit (a block x 16 tokens x
-//! 16 rows) took about 26 ns for the fold alone and 20-30 ns for the tile work alone (the two
-//! A/B tile loads most of it), about 48 ns together.
+//! It is faster than the AVX-512 kernel from 16 tokens on; the fold and the tile loads
+//! bound it about equally (measured: `bench-results/xeon-2c-amx/ab/2026-12-05-amx32.json`,
+//! `kernels/2026-12-05-amx32-unit-probe.json`).
 
 use std::arch::asm;
 use std::arch::x86_64::*;
@@ -52,10 +48,8 @@ use super::amx::TileConfig;
 use super::avx512::Lines;
 
 /// Fewer tokens than this: the AVX-512 kernel (a partly empty token tile costs the tile
-/// unit and the fold as much as a full one). Measured on the 2-vCPU AMX Xeon VM, 2 threads,
-/// Q8_0 and Q4_0, best of 3 alternating runs: at 8 tokens this kernel takes 26 ms against
-/// 32 for the 126464 x 4096 LM head and 0.61 against 0.64-0.67 ms at 4096 x 4096; at 4
-/// tokens 25 ms both on the head (the read binds) and 0.53-0.58 against 0.41-0.43 ms.
+/// unit and the fold as much as a full one): from 8 tokens on it wins, at 4 it loses where
+/// the read does not bind (measured on `xeon-2c-amx`, see `bench-results/xeon-2c-amx/ab/`).
 pub(crate) const MIN_TOKENS: usize = 8;
 /// Token rows per A tile; the activations are padded to a multiple of it.
 pub(crate) const TOKEN_TILE: usize = 16;

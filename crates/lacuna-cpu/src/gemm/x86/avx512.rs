@@ -13,13 +13,11 @@ use crate::packed::wform::{BF16, F16, F32};
 use crate::packed::{BITS5_SIGNED, FloatPacked, PANEL, QuantPacked, levels, planes};
 
 /// Tokens per register tile (at most 6: the tiles the kernel instantiates). 2 panels x 6
-/// tokens are 12 independent `vpdpbusd` chains (measured best-of-30, 1 thread, Q4_K 4096²
-/// T=160, before the tile held the small forms: 280 GOP/s with 4 tokens, 315 with 6); since
-/// the tile keeps three sets of accumulators (sub-block, block and f32: 36 zmm at 2 x 6), 6
-/// tokens spill in the hot loop, and on AMD Zen 4 2 x 4 (8 chains, no spill) is faster:
-/// 2 threads, 126464 x 4096, Q4_K/Q6_K, 32 tokens 61.0/65.0 -> 55.9/56.4 ms, 160 tokens
-/// 303/299 -> 259/251 ms (`bench-results/epyc-2c-avx512/ab/2026-12-06-tile-tokens-prefetch.json`).
-/// Other CPUs keep 6 until measured.
+/// tokens are 12 independent `vpdpbusd` chains, but the tile keeps three sets of
+/// accumulators (sub-block, block and f32: 36 zmm at 2 x 6), so 6 tokens spill in the hot
+/// loop; on AMD Zen 4, 2 x 4 (8 chains, no spill) is faster
+/// (`bench-results/epyc-2c-avx512/ab/2026-12-06-tile-tokens-prefetch.json`). Other CPUs
+/// keep 6 until measured.
 const TT_AMD: usize = 4;
 const TT: usize = 6;
 
@@ -84,11 +82,9 @@ thread_local! {
 /// read in place) and constants (16-bit `corr` and `d`, or MXFP4's E8M0 bytes, and i8
 /// scales widened), then the byte kernel over every token tile. Widening the 16-bit
 /// constants in each tile's block fold needs registers the 2 x 6 accumulators hold, and
-/// whether they spill depends on the register allocation of each build: in the kernel bench
-/// they did (2 threads, 126464 x 4096, 32 tokens: Q8_0 77 against 65 ms with 32-bit
-/// constants, Q4_0 74 against 57; 160 tokens 1.36-1.42x; the A/B file
-/// `bench-results/xeon-2c-amx/ab/2026-12-06-e8m0-widened-q8-0-acts.json`), and a Q8_0 dual-cache step with the
-/// widened route took 193 against 223 ms in the same binary, three alternating rounds.
+/// whether they spill depends on the register allocation of each build; where they did, the
+/// widened route was faster, in the kernel bench and in a whole dual-cache step
+/// (`bench-results/xeon-2c-amx/ab/2026-12-06-e8m0-widened-q8-0-acts.json`).
 ///
 /// # Safety
 /// As [`quant_panels`]; `w.half`.
@@ -558,9 +554,8 @@ unsafe fn expand<const SUB: usize, const NIB: bool, const BITS: usize, const LUT
 /// `LUT` (with `NIB`): the nibbles are indices into the kind's 16 levels (`w.lut`), looked
 /// up with `vpshufb`. A small matrix's weights rebuilt into bytes ([`expand`]) run with
 /// `SMALL` alone. Each sub-block issues a step of `pf` (the panels after this pair, see
-/// [`Prefetch`]): with it a 2-thread 126464 x 4096 Q4_K/Q6_K product at 32 tokens took
-/// 58/57 ms instead of 64/65 (the rebuild's share of the profile 17% -> 6%: the reads it
-/// waited on are in L2 when it runs).
+/// [`Prefetch`]), so the lines a rebuild reads are in L2 when it runs
+/// (`bench-results/epyc-2c-avx512/ab/2026-12-06-tile-tokens-prefetch.json`).
 ///
 /// # Safety
 /// AVX-512 F/BW/VNNI; `p0 + R <= w.panels`, `t0 + T <= out.t`, `a` prepared for `w`; `src`

@@ -186,7 +186,11 @@ pub(crate) fn workload_label(r: &ServeRun) -> String {
         let _ = write!(s, ", max_tokens {n}");
     }
     if let Some(d) = w.request.get("diffusion").and_then(|d| d.as_object()) {
-        for (k, v) in d {
+        // By name, whatever order the JSON map keeps (serde_json's `preserve_order` may be
+        // on in a workspace build).
+        let mut fields: Vec<(&String, &serde_json::Value)> = d.iter().collect();
+        fields.sort_by(|a, b| a.0.cmp(b.0));
+        for (k, v) in fields {
             let v = v
                 .as_str()
                 .map(str::to_string)

@@ -66,17 +66,13 @@ impl SettledText {
             .position(|&t| t == self.mask_id || self.eos_ids.contains(&t))
             .unwrap_or(generated.len());
         self.settled_tokens = settled;
+        let ids = &generated[..settled];
         let bytes = if self.raw {
-            let mut b = Vec::new();
-            for &t in &generated[..settled] {
-                b.extend_from_slice(tokenizer.token_bytes(t, false).unwrap_or_default());
-            }
-            b
+            tokenizer.concat_bytes(ids)
         } else {
-            tokenizer
-                .detokenize(&generated[..settled], false, false)
-                .unwrap_or_default()
-        };
+            tokenizer.detokenize(ids, false, false)
+        }
+        .unwrap_or_default();
         let valid = match std::str::from_utf8(&bytes) {
             Ok(s) => s,
             // The complete characters; a split one waits for its next token.

@@ -182,15 +182,19 @@ impl Tokenizer {
         Ok(out)
     }
 
-    /// The tokens' bytes one after another (control tokens as nothing), invalid UTF-8 as
-    /// U+FFFD: no prefix space removed, no space clean-up (what a structured-output
-    /// constraint checked).
-    pub fn concat(&self, ids: &[TokenId]) -> Result<String> {
+    /// The tokens' bytes one after another (control tokens as nothing): no prefix space
+    /// removed, no space clean-up (what a structured-output constraint checked).
+    pub fn concat_bytes(&self, ids: &[TokenId]) -> Result<Vec<u8>> {
         let mut out = Vec::with_capacity(ids.len() * 4);
         for &id in ids {
             out.extend_from_slice(self.token_bytes(id, false)?);
         }
-        Ok(String::from_utf8_lossy(&out).into_owned())
+        Ok(out)
+    }
+
+    /// [`Tokenizer::concat_bytes`] as text, invalid UTF-8 as U+FFFD.
+    pub fn concat(&self, ids: &[TokenId]) -> Result<String> {
+        Ok(String::from_utf8_lossy(&self.concat_bytes(ids)?).into_owned())
     }
 
     /// Decodes ids to text (`detokenize(ids, false, false)`), invalid UTF-8 as U+FFFD.

@@ -11,9 +11,19 @@ fn demo() -> Engine {
 
 /// Feeds `tokens` settling left to right one at a time (masks after), collecting deltas.
 fn stream(engine: &Engine, tokens: &[u32], stops: Vec<String>) -> (String, SettledText) {
+    stream_as(engine, tokens, stops, false)
+}
+
+/// [`stream`], raw (`true`: the tokens' bytes, as a constrained answer's text is).
+fn stream_as(
+    engine: &Engine,
+    tokens: &[u32],
+    stops: Vec<String>,
+    raw: bool,
+) -> (String, SettledText) {
     let tok = engine.tokenizer();
     let mask = engine.mask_token_id();
-    let mut t = SettledText::new(tok, mask, engine.eos_ids(), stops, false);
+    let mut t = SettledText::new(tok, mask, engine.eos_ids(), stops, raw);
     let mut out = String::new();
     for k in 0..=tokens.len() {
         let mut canvas = tokens[..k].to_vec();
@@ -78,4 +88,24 @@ fn stop_sequences_cut_and_are_never_sent_in_part() {
     let (rest, _) = t.finish(&whole);
     assert_eq!(format!("{streamed}{rest}"), whole);
     assert!(!t.stopped());
+}
+
+#[test]
+fn a_raw_text_is_the_tokens_bytes_not_the_cleaned_up_text() {
+    let e = demo();
+    let tok = e.tokenizer();
+    // Space clean-up drops the space before `.` and `,`; a constrained answer keeps it.
+    let ids = tok
+        .encode("{\"a\" : 1 , \"b\" : \"x .\"}", false, false)
+        .unwrap();
+    let raw = tok.concat(&ids).unwrap();
+    assert_ne!(
+        raw,
+        tok.decode(&ids).unwrap(),
+        "the test needs text clean-up changes"
+    );
+    let (streamed, mut t) = stream_as(&e, &ids, Vec::new(), true);
+    let (rest, text) = t.finish(&raw);
+    assert_eq!(format!("{streamed}{rest}"), raw);
+    assert_eq!(text, raw);
 }

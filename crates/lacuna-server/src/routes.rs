@@ -408,14 +408,15 @@ fn stream(
                     logprobs,
                 } => {
                     // A tool-format answer goes out whole at the end (its text is not the
-                    // message's content); only canvases stream.
-                    if envelope.tools.is_some() && canvas.is_none() {
+                    // message's content): only canvases stream.
+                    let tools = envelope.tools.is_some();
+                    if tools && canvas.is_none() {
                         continue;
                     }
-                    let delta = if envelope.tools.is_some() {
-                        String::new()
+                    let (delta, logprobs) = if tools {
+                        (String::new(), None)
                     } else {
-                        delta
+                        (delta, logprobs)
                     };
                     let text = (!delta.is_empty() || first[index]).then_some(delta.as_str());
                     let lp = logprobs.as_deref().map(|l| offsets[index].next(l));
@@ -431,7 +432,6 @@ fn stream(
                         let a = envelope.answer(&f);
                         finish_reason = a.finish_reason;
                         out.push(sse(&envelope.answer_chunk(i, first[i], &a)));
-                        first[i] = false;
                     } else {
                         let rest = f
                             .logprobs

@@ -51,6 +51,31 @@ pub(crate) struct StructuredOutputs {
     json_object: Option<Flag>,
 }
 
+impl StructuredOutputs {
+    /// Each constraint given, to `push` with its parameter: `prefix` + the field's name
+    /// (`structured_outputs.json`, or vLLM's older `guided_json`).
+    fn push_into(self, push: &mut impl FnMut(Spec, &str), prefix: &str) -> Result<(), ApiError> {
+        let param = |name: &str| format!("{prefix}{name}");
+        if let Some(j) = self.json {
+            let p = param("json");
+            push(Spec::JsonSchema(schema_value(j, &p)?), &p);
+        }
+        if let Some(r) = self.regex {
+            push(Spec::Regex(r.0), &param("regex"));
+        }
+        if let Some(c) = self.choice {
+            push(choice(c), &param("choice"));
+        }
+        if let Some(g) = self.grammar {
+            push(Spec::Grammar(g.0), &param("grammar"));
+        }
+        if self.json_object.is_some_and(|f| f.0) {
+            push(Spec::JsonObject, &param("json_object"));
+        }
+        Ok(())
+    }
+}
+
 /// What a [`List`] of strings is.
 #[derive(Debug, Clone)]
 pub(crate) enum Strings {}
@@ -152,40 +177,16 @@ impl Sources {
             }
         }
         if let Some(so) = self.structured_outputs {
-            if let Some(j) = so.json {
-                push(
-                    Spec::JsonSchema(schema_value(j, "structured_outputs.json")?),
-                    "structured_outputs.json",
-                );
-            }
-            if let Some(r) = so.regex {
-                push(Spec::Regex(r.0), "structured_outputs.regex");
-            }
-            if let Some(c) = so.choice {
-                push(choice(c), "structured_outputs.choice");
-            }
-            if let Some(g) = so.grammar {
-                push(Spec::Grammar(g.0), "structured_outputs.grammar");
-            }
-            if so.json_object.is_some_and(|f| f.0) {
-                push(Spec::JsonObject, "structured_outputs.json_object");
-            }
+            so.push_into(&mut push, "structured_outputs.")?;
         }
-        if let Some(j) = self.guided_json {
-            push(
-                Spec::JsonSchema(schema_value(j, "guided_json")?),
-                "guided_json",
-            );
+        StructuredOutputs {
+            json: self.guided_json,
+            regex: self.guided_regex,
+            choice: self.guided_choice,
+            grammar: self.guided_grammar,
+            json_object: None,
         }
-        if let Some(r) = self.guided_regex {
-            push(Spec::Regex(r.0), "guided_regex");
-        }
-        if let Some(c) = self.guided_choice {
-            push(choice(c), "guided_choice");
-        }
-        if let Some(g) = self.guided_grammar {
-            push(Spec::Grammar(g.0), "guided_grammar");
-        }
+        .push_into(&mut push, "guided_")?;
         if let Some(j) = self.json_schema {
             push(
                 Spec::JsonSchema(schema_value(j, "json_schema")?),

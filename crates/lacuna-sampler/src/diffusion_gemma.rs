@@ -214,6 +214,8 @@ where
     let total_steps = n_canvases * config.max_steps;
     let mut finish = Finish::Completed;
     for block in 0..n_canvases {
+        // This canvas's positions in the constrained region (the last canvas may run past it).
+        let (a, b) = (block * c, ((block + 1) * c).min(gen_length));
         let mut current: Vec<u32> = (0..c).map(|_| uniform_token(rng, vocab)).collect();
         let mut argmax = current.clone();
         let mut history: Vec<Vec<u32>> = Vec::new();
@@ -255,7 +257,6 @@ where
                 }
             }
             have_sc = true;
-            let (a, b) = (block * c, ((block + 1) * c).min(gen_length));
             if let Some(k) = &mut constraint
                 && a < b
             {
@@ -320,7 +321,6 @@ where
                 break;
             }
         }
-        let (a, b) = (block * c, ((block + 1) * c).min(gen_length));
         if a < b {
             region[a..b].copy_from_slice(&argmax[..b - a]);
         }

@@ -372,7 +372,7 @@ impl Preparer {
         let constraint = match &r.constraint {
             None => None,
             Some(spec) => {
-                let compiled = self.constraints.get(spec, &self.tokenizer, &self.eos_ids)?;
+                let compiled = self.constraint(spec)?;
                 compiled.check_length(r.gen_length)?;
                 Some(ConstraintRef::new(compiled))
             }

@@ -11,64 +11,69 @@ use crate::kquants::{BlockQ2K, BlockQ3K, BlockQ4K, BlockQ5K, BlockQ6K, BlockQ8K}
 use crate::legacy::{BlockQ4_0, BlockQ4_1, BlockQ5_0, BlockQ5_1, BlockQ8_0, BlockQ8_1};
 use crate::mxfp4::{BlockMXFP4, BlockNVFP4};
 use crate::ternary::{BlockTQ1_0, BlockTQ2_0};
-use crate::{Error, GgmlType};
+use crate::types::{flag, ggml_type_table};
+use crate::{Error, GgmlType, QK_K};
 
-/// Expands `$mac!(QK, Block)` for the arm of `$ty` in the given list of
-/// `Variant => QK, Block` rows; other types evaluate `$none`.
+/// `match $ty` over every row of the type table: the rows whose column `$cap`
+/// (`dequantize`, `quantize` or `dot`) holds evaluate `$mac!(QK, Block)`, the others `$none`.
 macro_rules! dispatch {
-    ($ty:expr, $mac:ident, $none:expr; $($v:ident => $qk:literal, $b:ty;)*) => {
+    ([$ty:expr, $cap:ident, $mac:ident, $none:expr]
+     $( $v:ident = $id:literal, $name:literal, $qk:tt, $bytes:literal,
+        $b:tt, $deq:ident, $quant:ident, $dot:tt; )*) => {
         match $ty {
-            $(GgmlType::$v => $mac!($qk, $b),)*
-            _ => $none,
+            $(GgmlType::$v => if_cap!($cap; $deq, $quant, $dot; { $mac!($qk, $b) }; { $none }),)*
         }
     };
 }
 
-/// The types with a block implementation (dequantization), as `dispatch!` rows.
-macro_rules! all_blocks {
-    ($ty:expr, $mac:ident, $none:expr) => {
-        dispatch!($ty, $mac, $none;
-            F32 => 1, f32; F16 => 1, f16; BF16 => 1, bf16;
-            Q4_0 => 32, BlockQ4_0; Q4_1 => 32, BlockQ4_1; Q5_0 => 32, BlockQ5_0;
-            Q5_1 => 32, BlockQ5_1; Q8_0 => 32, BlockQ8_0; Q8_1 => 32, BlockQ8_1;
-            Q2_K => 256, BlockQ2K; Q3_K => 256, BlockQ3K; Q4_K => 256, BlockQ4K;
-            Q5_K => 256, BlockQ5K; Q6_K => 256, BlockQ6K; Q8_K => 256, BlockQ8K;
-            IQ4_NL => 32, BlockIQ4NL; IQ4_XS => 256, BlockIQ4XS;
-            TQ1_0 => 256, BlockTQ1_0; TQ2_0 => 256, BlockTQ2_0; MXFP4 => 32, BlockMXFP4;
-            NVFP4 => 64, BlockNVFP4; Q1_0 => 128, BlockQ1_0; Q2_0 => 64, BlockQ2_0;
-        )
+/// `$then` where the row has capability `$cap`, else `$else`.
+macro_rules! if_cap {
+    (dequantize; yes, $q:tt, $d:tt; $then:tt; $else:tt) => {
+        $then
+    };
+    (quantize; $x:tt, yes, $d:tt; $then:tt; $else:tt) => {
+        $then
+    };
+    (dot; $x:tt, $q:tt, $d:ident; $then:tt; $else:tt) => {
+        $then
+    };
+    ($cap:ident; $x:tt, $q:tt, $d:tt; $then:tt; $else:tt) => {
+        $else
     };
 }
 
-/// The types with a reference quantizer.
-macro_rules! quant_blocks {
-    ($ty:expr, $mac:ident, $none:expr) => {
-        dispatch!($ty, $mac, $none;
-            F32 => 1, f32; F16 => 1, f16; BF16 => 1, bf16;
-            Q4_0 => 32, BlockQ4_0; Q4_1 => 32, BlockQ4_1; Q5_0 => 32, BlockQ5_0;
-            Q5_1 => 32, BlockQ5_1; Q8_0 => 32, BlockQ8_0; Q8_1 => 32, BlockQ8_1;
-            Q2_K => 256, BlockQ2K; Q3_K => 256, BlockQ3K; Q4_K => 256, BlockQ4K;
-            Q5_K => 256, BlockQ5K; Q6_K => 256, BlockQ6K; Q8_K => 256, BlockQ8K;
-            IQ4_NL => 32, BlockIQ4NL; IQ4_XS => 256, BlockIQ4XS;
-            TQ1_0 => 256, BlockTQ1_0; TQ2_0 => 256, BlockTQ2_0; MXFP4 => 32, BlockMXFP4;
-        )
+/// `Some(GgmlType::T)` for a `vec_dot` column naming `T`, `None` for `-`.
+macro_rules! partner {
+    (-) => {
+        None
+    };
+    ($t:ident) => {
+        Some(GgmlType::$t)
     };
 }
 
-/// The types with a scalar dot product.
-macro_rules! dot_blocks {
-    ($ty:expr, $mac:ident, $none:expr) => {
-        dispatch!($ty, $mac, $none;
-            F32 => 1, f32; F16 => 1, f16; BF16 => 1, bf16;
-            Q4_0 => 32, BlockQ4_0; Q4_1 => 32, BlockQ4_1; Q5_0 => 32, BlockQ5_0;
-            Q5_1 => 32, BlockQ5_1; Q8_0 => 32, BlockQ8_0;
-            Q2_K => 256, BlockQ2K; Q3_K => 256, BlockQ3K; Q4_K => 256, BlockQ4K;
-            Q5_K => 256, BlockQ5K; Q6_K => 256, BlockQ6K;
-            IQ4_NL => 32, BlockIQ4NL; IQ4_XS => 256, BlockIQ4XS;
-            TQ1_0 => 256, BlockTQ1_0; TQ2_0 => 256, BlockTQ2_0; MXFP4 => 32, BlockMXFP4;
-        )
+macro_rules! capabilities {
+    ([] $( $v:ident = $id:literal, $name:literal, $qk:tt, $bytes:literal,
+           $b:tt, $deq:ident, $quant:ident, $dot:tt; )*) => {
+        /// The activation format ggml multiplies `ty` weights with (`vec_dot_type` in ggml's
+        /// CPU type traits), for the types that have a scalar [`vec_dot`] here.
+        pub const fn vec_dot_type(ty: GgmlType) -> Option<GgmlType> {
+            match ty { $(GgmlType::$v => partner!($dot),)* }
+        }
+
+        /// Whether [`dequantize_row`] supports `ty`.
+        pub const fn can_dequantize(ty: GgmlType) -> bool {
+            match ty { $(GgmlType::$v => flag!($deq),)* }
+        }
+
+        /// Whether [`quantize_row`] supports `ty`.
+        pub const fn can_quantize(ty: GgmlType) -> bool {
+            match ty { $(GgmlType::$v => flag!($quant),)* }
+        }
     };
 }
+
+ggml_type_table!(capabilities);
 
 /// Number of blocks in `n` elements of `ty`, or [`Error::PartialBlock`].
 fn blocks_of(ty: GgmlType, n: usize) -> Result<usize, Error> {
@@ -96,7 +101,7 @@ pub fn dequantize_row(ty: GgmlType, src: &[u8], dst: &mut [f32]) -> Result<(), E
     let nb = blocks_of(ty, dst.len())?;
     check_len(ty, "source", "bytes", nb * ty.type_size(), src.len())?;
     macro_rules! run {
-        ($qk:literal, $b:ty) => {{
+        ($qk:tt, $b:ty) => {{
             for (chunk, out) in src
                 .chunks_exact(ty.type_size())
                 .zip(dst.chunks_exact_mut($qk))
@@ -112,8 +117,10 @@ pub fn dequantize_row(ty: GgmlType, src: &[u8], dst: &mut [f32]) -> Result<(), E
             Ok(())
         }};
     }
-    all_blocks!(
+    ggml_type_table!(
+        dispatch,
         ty,
+        dequantize,
         run,
         Err(Error::Unsupported {
             ty,
@@ -128,11 +135,17 @@ pub fn quantize_row(ty: GgmlType, src: &[f32], dst: &mut [u8]) -> Result<(), Err
     let nb = blocks_of(ty, src.len())?;
     check_len(ty, "destination", "bytes", nb * ty.type_size(), dst.len())?;
     macro_rules! run {
-        ($qk:literal, $b:ty) => {
+        ($qk:tt, $b:ty) => {
             quantize_into::<$qk, $b>(src, dst)
         };
     }
-    quant_blocks!(ty, run, Err(Error::Unsupported { ty, op: "quantize" }))
+    ggml_type_table!(
+        dispatch,
+        ty,
+        quantize,
+        run,
+        Err(Error::Unsupported { ty, op: "quantize" })
+    )
 }
 
 /// Quantizes one row as `ggml_quantize_chunk` does without an importance matrix — what
@@ -174,46 +187,17 @@ pub fn vec_dot(ty: GgmlType, n: usize, x: &[u8], y: &[u8]) -> Result<f32, Error>
     check_len(ty, "lhs", "bytes", nb * ty.type_size(), x.len())?;
     check_len(yt, "rhs", "bytes", nb * yt.type_size(), y.len())?;
     macro_rules! run {
-        ($qk:literal, $b:ty) => {
+        ($qk:tt, $b:ty) => {
             dot_bytes::<$qk, $b>(ty, yt, x, y)
         };
     }
-    dot_blocks!(ty, run, Err(Error::Unsupported { ty, op: "vec_dot" }))
-}
-
-/// The activation format ggml multiplies `ty` weights with (`vec_dot_type` in ggml's CPU
-/// type traits), for the types that have a scalar `vec_dot` here.
-pub const fn vec_dot_type(ty: GgmlType) -> Option<GgmlType> {
-    use GgmlType as T;
-    match ty {
-        T::F32 | T::F16 | T::BF16 => Some(ty),
-        T::Q4_0 | T::Q5_0 | T::Q8_0 | T::IQ4_NL | T::MXFP4 => Some(T::Q8_0),
-        T::Q4_1 | T::Q5_1 => Some(T::Q8_1),
-        T::Q2_K | T::Q3_K | T::Q4_K | T::Q5_K | T::Q6_K | T::IQ4_XS | T::TQ1_0 | T::TQ2_0 => {
-            Some(T::Q8_K)
-        }
-        _ => None,
-    }
-}
-
-/// Whether [`dequantize_row`] supports `ty`.
-pub fn can_dequantize(ty: GgmlType) -> bool {
-    macro_rules! yes {
-        ($qk:literal, $b:ty) => {
-            true
-        };
-    }
-    all_blocks!(ty, yes, false)
-}
-
-/// Whether [`quantize_row`] supports `ty`.
-pub fn can_quantize(ty: GgmlType) -> bool {
-    macro_rules! yes {
-        ($qk:literal, $b:ty) => {
-            true
-        };
-    }
-    quant_blocks!(ty, yes, false)
+    ggml_type_table!(
+        dispatch,
+        ty,
+        dot,
+        run,
+        Err(Error::Unsupported { ty, op: "vec_dot" })
+    )
 }
 
 fn quantize_into<const QK: usize, B: QuantizeBlock<QK>>(

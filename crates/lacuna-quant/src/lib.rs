@@ -11,6 +11,8 @@
 //! - [`dequantize_row`], [`quantize_row`], [`vec_dot`]: the same on raw bytes, keyed by
 //!   [`GgmlType`].
 //!
+//! The capabilities, as the type table in `types.rs` sets them (a test keeps this table equal):
+//!
 //! | types | dequantize | reference quantizer | scalar `vec_dot` (against) |
 //! |---|---|---|---|
 //! | F32, F16, BF16 | ✓ | ✓ | ✓ (same type, f64 sum) |
@@ -20,9 +22,9 @@
 //! | Q2_K, Q3_K, Q4_K, Q5_K, Q6_K | ✓ | ✓ | ✓ (Q8_K) |
 //! | IQ4_NL / IQ4_XS | ✓ | ✓ | ✓ (Q8_0 / Q8_K) |
 //! | TQ1_0, TQ2_0 | ✓ | ✓ | ✓ (Q8_K) |
-//! | MXFP4 | ✓ | — | ✓ (Q8_0) |
+//! | MXFP4 | ✓ | ✓ | ✓ (Q8_0) |
 //! | NVFP4, Q1_0, Q2_0 | ✓ | — | — |
-//! | IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, I8–I64, F64 | — | — | — |
+//! | IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, I8, I16, I32, I64, F64 | — | — | — |
 //!
 //! Dequantization and the quantizers are bit-exact with ggml (`tests/vectors.rs` against
 //! vectors from gguf-py and ggml's own C reference; see `tools/quant-vectors`).

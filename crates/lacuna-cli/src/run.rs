@@ -232,6 +232,7 @@ impl SamplingArgs {
             logprobs: self.logprobs,
             infill_lengths: Vec::new(),
             constraint: self.constraint(),
+            likelihood_samples: None,
         }
     }
 

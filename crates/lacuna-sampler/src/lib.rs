@@ -64,6 +64,7 @@ pub mod denoiser;
 pub mod diffusion_gemma;
 pub mod dream;
 pub mod error;
+pub mod likelihood;
 pub mod llada;
 pub mod llada2;
 pub mod logprob;

@@ -233,6 +233,23 @@ impl Engine {
         })?)
     }
 
+    /// Every token's log-likelihood value under the model ([`crate::likelihood`]): for every
+    /// split `c ≥ 1`, the values of `tokens[c..]` sum to the LLaDA estimate of
+    /// `log p(tokens[c..] | tokens[..c])`. Costs [`crate::likelihood::echo_passes`] forward
+    /// passes (at most [`crate::likelihood::MAX_PASSES`]).
+    pub fn score(
+        &mut self,
+        tokens: &[u32],
+        scoring: &crate::likelihood::Scoring,
+    ) -> Result<crate::likelihood::EchoLogprobs> {
+        let config = self.prep.scoring(tokens, scoring)?;
+        let Engine { model, pool, .. } = self;
+        pool.install(|| match model {
+            AnyModel::Cpu(m) => score_on(m, tokens, &config),
+            AnyModel::Cuda(m) => score_on(m, tokens, &config),
+        })
+    }
+
     /// Runs `f` on the model inside the engine's thread pool (the kernels' rayon tasks run on
     /// the engine's threads): for work on the model the engine has no method for, such as a
     /// batched pass ([`lacuna_models::Model::forward_batch`]) in a benchmark.
@@ -296,6 +313,20 @@ impl Engine {
             AnyModel::Cuda(m) => generate_on(m, block, prepared, prep, start, on_step),
         })
     }
+}
+
+/// [`Engine::score`] on a typed model, with the architecture's own attention mask.
+fn score_on<B: Backend>(
+    model: &mut Model<B>,
+    tokens: &[u32],
+    config: &crate::likelihood::LikelihoodConfig,
+) -> Result<crate::likelihood::EchoLogprobs> {
+    let mut denoiser = model.bind(None)?;
+    Ok(lacuna_sampler::likelihood::echo_logprobs(
+        &mut denoiser,
+        tokens,
+        config,
+    )?)
 }
 
 /// One generation on a typed model: the model bound to a fresh cache of its own backend and

@@ -156,6 +156,37 @@ pub enum Error {
     /// Zero threads were requested.
     #[error("threads must be at least 1")]
     ZeroThreads,
+    /// Scoring text ([`crate::likelihood`]) asked of a model that is not a masked model.
+    #[error("{arch} models do not score text: log-likelihoods need a masked diffusion model")]
+    LikelihoodUnsupported {
+        /// The architecture's name.
+        arch: &'static str,
+    },
+    /// A likelihood sample count outside 1..=max.
+    #[error("likelihood_samples must be between 1 and {max}, got {samples}")]
+    LikelihoodSamples {
+        /// What was asked.
+        samples: usize,
+        /// The most allowed.
+        max: usize,
+    },
+    /// Scoring that would take more forward passes than allowed.
+    #[error(
+        "scoring {tokens} tokens with {samples} samples per estimate takes {passes} forward passes, more than the {max} allowed: score a shorter text or fewer likelihood_samples"
+    )]
+    LikelihoodTooCostly {
+        /// Tokens to score.
+        tokens: usize,
+        /// Samples per estimate.
+        samples: usize,
+        /// Passes it would take.
+        passes: usize,
+        /// The most allowed.
+        max: usize,
+    },
+    /// Nothing to score.
+    #[error("the text to score is empty")]
+    LikelihoodEmpty,
 }
 
 impl From<lacuna_sampler::Error<lacuna_models::Error>> for Error {

@@ -41,6 +41,7 @@ mod engine;
 mod error;
 pub mod eval;
 pub mod infill;
+pub mod likelihood;
 mod prepare;
 mod request;
 mod run;
@@ -59,7 +60,7 @@ pub use error::{Error, Result};
 pub use prepare::Prepared;
 pub use request::{GenerateRequest, Output, Prompt, Timings, median};
 pub use settings::{Settings, SettingsError};
-pub use shared::{CancelToken, SharedEngine, SharedStats};
+pub use shared::{CancelToken, ModelInfo, SharedEngine, SharedStats};
 
 pub use lacuna_cpu as cpu;
 pub use lacuna_cuda as cuda;

@@ -88,6 +88,23 @@ pub struct Settings {
     pub infill_lengths: Vec<usize>,
     /// Structured output ([`GenerateRequest::constraint`]).
     pub constraint: Option<lacuna_structured::Spec>,
+    /// Scoring text ([`crate::likelihood`]): mask sets per estimate (default
+    /// [`crate::likelihood::DEFAULT_SAMPLES`]).
+    pub likelihood_samples: Option<usize>,
+}
+
+impl Settings {
+    /// How to score text under these settings: [`Settings::likelihood_samples`], the seed,
+    /// and [`Settings::logprobs`] alternatives per token.
+    pub fn scoring(&self) -> crate::likelihood::Scoring {
+        crate::likelihood::Scoring {
+            samples: self
+                .likelihood_samples
+                .unwrap_or(crate::likelihood::DEFAULT_SAMPLES),
+            seed: self.seed.unwrap_or(0),
+            top: self.logprobs.unwrap_or(0),
+        }
+    }
 }
 
 /// Most alternatives [`Settings::logprobs`] may ask for (OpenAI's `top_logprobs` limit).

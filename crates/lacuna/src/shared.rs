@@ -95,6 +95,37 @@ pub struct SharedEngine {
     name: String,
     threads: usize,
     load_s: f64,
+    info: ModelInfo,
+}
+
+/// What a [`SharedEngine`]'s model file says about itself, read when the engine is shared,
+/// for model listings (`lacuna serve`'s `/api/tags` and `/api/show`): the model itself is
+/// only reachable between batched passes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelInfo {
+    /// The GGUF file's size in bytes.
+    pub file_bytes: u64,
+    /// Elements of every tensor (experts included).
+    pub parameters: u64,
+    /// Bytes of the weights as the backend holds them (see `Model::weight_bytes`).
+    pub weight_bytes: u64,
+    /// Whether the weights are on a CUDA device (else in host memory).
+    pub on_gpu: bool,
+    /// The file's key-value metadata.
+    pub metadata: lacuna_gguf::Metadata,
+}
+
+impl ModelInfo {
+    fn of(model: &AnyModel) -> Self {
+        let file = model.file();
+        Self {
+            file_bytes: file.bytes().len() as u64,
+            parameters: file.tensors().iter().map(|t| t.n_elements()).sum(),
+            weight_bytes: model.weight_bytes() as u64,
+            on_gpu: matches!(model, AnyModel::Cuda(_)),
+            metadata: file.metadata().clone(),
+        }
+    }
 }
 
 impl std::fmt::Debug for SharedEngine {
@@ -123,6 +154,7 @@ impl SharedEngine {
         let name = engine.name().to_string();
         let threads = engine.threads();
         let load_s = engine.load_s();
+        let info = ModelInfo::of(engine.model());
         let Engine {
             model, prep, pool, ..
         } = engine;
@@ -137,6 +169,7 @@ impl SharedEngine {
             name,
             threads,
             load_s,
+            info,
             stats: Mutex::new(SharedStats::default()),
         }
     }
@@ -144,6 +177,11 @@ impl SharedEngine {
     /// `general.name`, or the architecture when the file has none.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The model file's size, parameter count and metadata.
+    pub fn info(&self) -> &ModelInfo {
+        &self.info
     }
 
     /// The architecture (which picks the sampler).
@@ -233,6 +271,54 @@ impl SharedEngine {
         };
         lock(&self.stats).active -= 1;
         out
+    }
+
+    /// [`Engine::score`], each forward pass batched with the other generations' passes.
+    /// `cancel` stops it before its next pass ([`Error::Cancelled`]).
+    pub fn score(
+        &self,
+        tokens: &[u32],
+        scoring: &crate::likelihood::Scoring,
+        cancel: &CancelToken,
+    ) -> Result<crate::likelihood::EchoLogprobs> {
+        let config = self.prep.scoring(tokens, scoring)?;
+        lock(&self.stats).active += 1;
+        let out = match &self.model {
+            SharedModel::Cpu(m) => self.score_on(m, tokens, &config, cancel),
+            SharedModel::Cuda(m) => self.score_on(m, tokens, &config, cancel),
+        };
+        lock(&self.stats).active -= 1;
+        out
+    }
+
+    fn score_on<B: Backend>(
+        &self,
+        model: &Collector<B>,
+        tokens: &[u32],
+        config: &crate::likelihood::LikelihoodConfig,
+        cancel: &CancelToken,
+    ) -> Result<crate::likelihood::EchoLogprobs>
+    where
+        Model<B>: Send,
+    {
+        let _member = model.join();
+        let mut denoiser = InTurn {
+            shared: self,
+            model,
+            cache: KvCache::default(),
+            out: Vec::new(),
+            attention_block: None,
+            cancel,
+            vocab: self.prep.tokenizer.n_vocab(),
+            canvas_length: 0,
+        };
+        lacuna_sampler::likelihood::echo_logprobs(&mut denoiser, tokens, config).map_err(
+            |e| match e {
+                TurnError::Model(m) => Error::Model(m),
+                TurnError::Batch(detail) => Error::BatchFailed { detail },
+                TurnError::Cancelled => Error::Cancelled,
+            },
+        )
     }
 
     /// One generation on the typed model: its own cache, of the model's backend.

@@ -34,6 +34,14 @@ pub(crate) struct EvalArgs {
     /// Print the totals as JSON.
     #[arg(long)]
     json: bool,
+    /// Multiple choice: rank each answer against the wrong answers in the problem's further
+    /// fields by log-likelihood after the prompt, instead of generating (seeded by --seed).
+    #[arg(long)]
+    choices: bool,
+    /// With --choices: mask sets per likelihood estimate (exact where there are no more
+    /// sets than this).
+    #[arg(long, default_value_t = lacuna::likelihood::DEFAULT_SAMPLES)]
+    likelihood_samples: usize,
 }
 
 /// The generated texts of an `--answers` file, in order, checked against the problems.
@@ -114,8 +122,26 @@ pub(crate) fn run(a: EvalArgs) -> Result<()> {
         .map(|p| std::fs::File::create(p).with_context(|| format!("creating {}", p.display())))
         .transpose()?
         .map(std::io::BufWriter::new);
+    if a.choices {
+        if let Some(p) = problems.iter().find(|p| p.wrong.is_empty()) {
+            bail!(
+                "--choices needs wrong answers after the answer on every line; {:?} has none",
+                p.prompt
+            );
+        }
+    }
+    let scoring = lacuna::likelihood::Scoring {
+        samples: a.likelihood_samples,
+        seed: settings.seed.unwrap_or(0),
+        top: 0,
+    };
     for p in &problems {
-        let ans = engine.answer(p, &settings).map_err(crate::run::flat)?;
+        let ans = if a.choices {
+            engine.choose(p, &scoring)
+        } else {
+            engine.answer(p, &settings)
+        }
+        .map_err(crate::run::flat)?;
         if let Some(f) = file.as_mut() {
             writeln!(
                 f,

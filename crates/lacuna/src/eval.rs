@@ -2,12 +2,15 @@
 //! answers, beside the forwards and time it saves. Problems come as tab-separated lines
 //! (`task<TAB>prompt<TAB>answer`, the format of `tools/train-tiny/results/heldout.tsv`);
 //! each prompt is generated as raw text (no chat template) and the answer is right when it
-//! equals the expected one with surrounding whitespace stripped.
+//! equals the expected one with surrounding whitespace stripped. Further fields are wrong
+//! answers, for multiple choice: [`Engine::choose`] ranks the answer and them by their
+//! log-likelihood after the prompt ([`crate::likelihood`]) instead of generating.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Instant;
 
+use crate::likelihood::Scoring;
 use crate::{Engine, Prompt, Result, Settings};
 
 /// One problem: its task's name, the raw prompt and the expected answer.
@@ -19,6 +22,8 @@ pub struct Problem {
     pub prompt: String,
     /// The expected answer.
     pub answer: String,
+    /// Wrong answers to rank it against (multiple choice; may be empty).
+    pub wrong: Vec<String>,
 }
 
 /// A problem file that cannot be read: the 1-based line and what is wrong with it.
@@ -54,19 +59,25 @@ pub fn parse_problems(text: &str) -> std::result::Result<Vec<Problem>, ProblemsE
             line: i + 1,
             reason,
         };
-        let [task, prompt, answer] = fields[..] else {
+        let [task, prompt, answer, ref wrong @ ..] = fields[..] else {
             return Err(err(format!(
-                "expected 3 tab-separated fields (task, prompt, answer), found {}",
+                "expected at least 3 tab-separated fields (task, prompt, answer), found {}",
                 fields.len()
             )));
         };
         if task.is_empty() || prompt.is_empty() {
             return Err(err("the task and the prompt must not be empty".into()));
         }
+        if wrong.iter().any(|w| w.is_empty()) {
+            return Err(err(
+                "a wrong answer (a field after the answer) is empty".into()
+            ));
+        }
         out.push(Problem {
             task: task.to_string(),
             prompt: prompt.to_string(),
             answer: answer.to_string(),
+            wrong: wrong.iter().map(|w| w.to_string()).collect(),
         });
     }
     if out.is_empty() {
@@ -125,6 +136,42 @@ impl Engine {
             tokens_per_forward: out.tokens_per_forward(),
             text: out.text,
             ms,
+        })
+    }
+}
+
+impl Engine {
+    /// Ranks `problem`'s answer against its wrong answers by their log-likelihood after the
+    /// prompt (raw text, BOS as the vocabulary asks), as lm-evaluation-harness's multiple
+    /// choice does: each choice is the tokens of `prompt + choice` past those of `prompt`,
+    /// scored with [`Engine::score`]; right when the answer scores highest. `text` is the
+    /// choice picked; `forwards` the passes of all the choices.
+    pub fn choose(&mut self, problem: &Problem, scoring: &Scoring) -> Result<Answered> {
+        let start = Instant::now();
+        let tok = self.tokenizer();
+        let ctx = tok.encode(&problem.prompt, true, true)?;
+        let mut best: Option<(f64, &str)> = None;
+        let mut forwards = 0;
+        for choice in std::iter::once(&problem.answer).chain(&problem.wrong) {
+            let tokens =
+                self.tokenizer()
+                    .encode(&format!("{}{choice}", problem.prompt), true, true)?;
+            // lm-evaluation-harness's split: the joint encoding past the prompt's length.
+            let at = ctx.len().min(tokens.len());
+            let echo = self.score(&tokens, scoring)?;
+            forwards += echo.passes;
+            let value: f64 = echo.logprobs[at.max(1)..].iter().flatten().sum();
+            if best.is_none_or(|(b, _)| value > b) {
+                best = Some((value, choice));
+            }
+        }
+        let text = best.map_or(String::new(), |(_, c)| c.to_string());
+        Ok(Answered {
+            correct: text == problem.answer,
+            text,
+            forwards,
+            tokens_per_forward: 0.0,
+            ms: start.elapsed().as_secs_f64() * 1e3,
         })
     }
 }
@@ -215,6 +262,9 @@ mod tests {
         assert!(e.to_string().contains("found 2"), "{e}");
         assert_eq!(parse_problems("\n").unwrap_err().line, 0);
         assert!(parse_problems("\tp\ta").is_err());
+        let m = parse_problems("add\tadd: 1+2=\t3\t4\t30\n").unwrap();
+        assert_eq!(m[0].wrong, ["4", "30"]);
+        assert_eq!(parse_problems("add\tadd: 1+2=\t3\t\n").unwrap_err().line, 1);
     }
 
     #[test]

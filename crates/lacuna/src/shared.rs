@@ -237,6 +237,11 @@ impl SharedEngine {
         *lock(&self.stats)
     }
 
+    /// [`Engine::prompt_tokens`]: the prompt as token ids.
+    pub fn prompt_tokens(&self, prompt: &crate::Prompt) -> Result<Vec<u32>> {
+        self.prep.prompt_tokens(prompt)
+    }
+
     /// Checks `request` (prompt, context, sampler settings) without touching the model, so it
     /// never waits for another generation's forward pass.
     pub fn prepare(&self, request: &GenerateRequest) -> Result<Prepared> {

@@ -151,6 +151,7 @@ fn the_task_model_reverses() {
         task: "rev".into(),
         prompt: Demo::Tasks.prompt().into(),
         answer: " nretnal".into(),
+        wrong: Vec::new(),
     };
     let a = engine.answer(&p, &schedule()).expect("generation runs");
     assert!(a.correct, "{:?} answered {:?}", p.prompt, a.text);

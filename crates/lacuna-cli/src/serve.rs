@@ -48,6 +48,10 @@ pub(crate) struct ServeArgs {
     /// cancelled.
     #[arg(long, default_value_t = 30)]
     shutdown_grace: u64,
+    /// Mask sets per estimate when scoring an `echo` prompt names none (fewer: faster, more
+    /// sampling error; estimates with no more sets than this are exact).
+    #[arg(long, default_value_t = lacuna::likelihood::DEFAULT_SAMPLES)]
+    likelihood_samples: usize,
 }
 
 /// The id a model is served under.
@@ -80,6 +84,12 @@ pub(crate) fn run(a: ServeArgs) -> Result<()> {
     if a.max_batch == 0 || a.max_batch_tokens == Some(0) {
         bail!("--max-batch and --max-batch-tokens must be at least 1");
     }
+    if !(1..=lacuna::likelihood::MAX_SAMPLES).contains(&a.likelihood_samples) {
+        bail!(
+            "--likelihood-samples must be between 1 and {}",
+            lacuna::likelihood::MAX_SAMPLES
+        );
+    }
     let engine = a.model.load().context("loading the model")?;
     let mut limits = lacuna::BatchLimits::for_width(engine.model().config().n_embd);
     limits.max_passes = a.max_batch;
@@ -92,6 +102,7 @@ pub(crate) fn run(a: ServeArgs) -> Result<()> {
     config.queue = a.queue;
     config.max_body = a.max_body;
     config.shutdown_grace = Duration::from_secs(a.shutdown_grace);
+    config.likelihood_samples = a.likelihood_samples;
     let addr = format!("{}:{}", a.host, a.port);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         // I/O only: the forwards run on the engine's own threads.

@@ -183,6 +183,14 @@ impl ApiError {
             E::PromptToken { .. } | E::EmptyChat | E::Tokenizer(_) => {
                 Self::invalid(prompt_param, msg)
             }
+            E::LikelihoodEmpty => Self::invalid(prompt_param, msg),
+            E::LikelihoodTooCostly { .. } => {
+                Self::invalid(prompt_param, msg).with_code("scoring_too_costly")
+            }
+            E::LikelihoodSamples { .. } => Self::invalid("diffusion.likelihood_samples", msg),
+            E::LikelihoodUnsupported { .. } => {
+                Self::invalid("echo", msg).with_code("unsupported_parameter")
+            }
             E::Config(_) => Self::bad_request(format!("impossible settings: {msg}"))
                 .with_code("invalid_settings"),
             _ => Self::internal(msg),

@@ -127,6 +127,7 @@ pub(crate) fn parse(body: &[u8]) -> Result<ApiRequest, ApiError> {
         suffix: Some(suffix),
         n: 1,
         lenient_sampling: true,
+        echo: false,
         constraint_param: None,
         tools: None,
     })

@@ -4,7 +4,8 @@
 //! (`max_concurrent` of them, interleaved step by step on the one model) fed by a bounded
 //! queue; handlers talk to them through channels, so no forward pass ever runs on an I/O
 //! thread. Endpoints: `POST /v1/chat/completions`, `POST /v1/completions`, `GET /v1/models`,
-//! `GET /v1/models/{id}`, `GET /health`, `GET /metrics`, and a chat page at `/` that draws
+//! `GET /v1/models/{id}`, `GET /health`, `GET /metrics`, Ollama's API under `/api/`
+//! (`chat`, `generate`, `tags`, `show`, `ps`, `version`), and a chat page at `/` that draws
 //! the canvas denoising live.
 //!
 //! ```no_run
@@ -26,16 +27,19 @@ use axum::routing::{get, post};
 use lacuna::SharedEngine;
 
 mod canvas;
+mod echo;
 mod error;
 mod infill;
 mod logprobs;
 mod metrics;
+mod ollama;
 mod page;
 mod params;
 mod respond;
 mod routes;
 mod scheduler;
 mod text;
+mod tokenize;
 
 pub use axum::Router;
 pub use error::ApiError;
@@ -57,6 +61,9 @@ pub struct ServerConfig {
     /// After a shutdown signal, how long running generations may finish before they are
     /// cancelled. Default 30 s.
     pub shutdown_grace: Duration,
+    /// Mask sets per likelihood estimate when an `echo` request names none
+    /// (`diffusion.likelihood_samples`). Default [`lacuna::likelihood::DEFAULT_SAMPLES`].
+    pub likelihood_samples: usize,
 }
 
 impl ServerConfig {
@@ -69,6 +76,7 @@ impl ServerConfig {
             queue: 16,
             max_body: 4 << 20,
             shutdown_grace: Duration::from_secs(30),
+            likelihood_samples: lacuna::likelihood::DEFAULT_SAMPLES,
         }
     }
 }
@@ -109,6 +117,9 @@ impl Server {
             ));
         let infill = Router::new()
             .route("/infill", post(routes::infill))
+            .route("/tokenize", post(tokenize::tokenize))
+            .route("/detokenize", post(tokenize::detokenize))
+            .route("/tokenizer_info", get(tokenize::tokenizer_info))
             .route_layer(axum::middleware::from_fn_with_state(
                 Arc::clone(&app),
                 routes::auth,
@@ -119,6 +130,7 @@ impl Server {
             .route("/health", get(routes::health))
             .route("/metrics", get(routes::metrics))
             .nest("/v1", v1)
+            .nest("/api", ollama::router(&app))
             .fallback(routes::not_found)
             .method_not_allowed_fallback(routes::method_not_allowed)
             .layer(DefaultBodyLimit::max(app.config.max_body))

@@ -32,7 +32,8 @@ pub(crate) struct Entry {
     pub(crate) top: Vec<Piece>,
 }
 
-fn piece(tokenizer: &Tokenizer, id: u32, logprob: f32) -> Piece {
+/// Token `id` decoded, with `logprob`.
+pub(crate) fn piece(tokenizer: &Tokenizer, id: u32, logprob: f32) -> Piece {
     let bytes = tokenizer
         .token_bytes(id, false)
         .unwrap_or_default()

@@ -19,6 +19,7 @@ mod structured;
 pub(crate) use fields::{
     Count, Counts, Flag, List, ListWhat, LogprobsField, Named, Num, Seed, Stop, Text,
 };
+pub(crate) use structured::{ToolDef, Tools, tool_use};
 
 /// Which endpoint a body was sent to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,6 +64,9 @@ pub(crate) struct ApiRequest {
     /// The tools, when the answer is a tool call (or, under `auto`, a text in the tool
     /// format).
     pub(crate) tools: Option<std::sync::Arc<ToolUse>>,
+    /// Completions' `echo`: the answer starts with the prompt, and with `logprobs` every
+    /// prompt token is scored ([`crate::echo`]). `max_tokens` may then be 0.
+    pub(crate) echo: bool,
 }
 
 /// Tokens generated when the request gives no `max_tokens` (the library's default).
@@ -147,7 +151,7 @@ struct StreamOptions {
 /// One chat message.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, expecting = "an object")]
-struct Message {
+pub(crate) struct Message {
     role: Option<Text>,
     content: Option<Content>,
     /// Checked to be a string; not used.
@@ -191,7 +195,7 @@ impl ListWhat for Calls {
 
 /// What a [`List`] of messages is.
 #[derive(Debug, Clone)]
-enum Messages {}
+pub(crate) enum Messages {}
 
 impl ListWhat for Messages {
     const WHAT: &'static str = "an array of messages";
@@ -261,6 +265,7 @@ pub(crate) struct Diffusion {
     max_post_steps: Option<Count>,
     keep_after_eos: Option<Flag>,
     infill_lengths: Option<Counts>,
+    likelihood_samples: Option<Count>,
 }
 
 impl Diffusion {
@@ -285,6 +290,7 @@ impl Diffusion {
         g.editing_threshold = self.editing_threshold.map(|v| v.0);
         g.max_post_steps = self.max_post_steps.map(|c| c.0);
         g.infill_lengths = self.infill_lengths.map(|c| c.0).unwrap_or_default();
+        g.likelihood_samples = self.likelihood_samples.map(|c| c.0);
     }
 }
 
@@ -460,7 +466,8 @@ pub(crate) fn parse(body: &[u8], endpoint: Endpoint) -> Result<ApiRequest, ApiEr
         Some(n) => Some((n.0, "max_completion_tokens")),
         None => b.max_tokens.map(|n| (n.0, "max_tokens")),
     };
-    if let Some((0, name)) = max {
+    let echo = endpoint == Endpoint::Completion && b.echo.is_some_and(|f| f.0);
+    if let Some((0, name)) = max.filter(|_| !echo) {
         return Err(ApiError::invalid(
             name,
             format!("`{name}` must be at least 1"),
@@ -513,9 +520,13 @@ pub(crate) fn parse(body: &[u8], endpoint: Endpoint) -> Result<ApiRequest, ApiEr
     if let Some(d) = b.diffusion {
         d.apply(&mut g);
     }
+    if echo {
+        crate::echo::check(stream, n, suffix.is_some(), constraint.is_some())?;
+    }
     let constraint_param = constraint.as_ref().map(|c| c.param.clone());
     g.constraint = constraint.map(|c| c.spec);
     Ok(ApiRequest {
+        echo,
         constraint_param,
         tools: tools.map(std::sync::Arc::new),
         model,
@@ -545,7 +556,7 @@ fn choices(n: Option<Count>) -> Result<usize, ApiError> {
 }
 
 /// A seed for a request that gives none (so repeated requests at temperature > 0 differ).
-fn fresh_seed() -> u64 {
+pub(crate) fn fresh_seed() -> u64 {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u128(
@@ -557,6 +568,26 @@ fn fresh_seed() -> u64 {
 }
 
 impl ApiRequest {
+    /// A request for `model` generating from `prompt` with `settings`: one choice, answered
+    /// whole, no stop sequences, no suffix, no constraint, no tools.
+    pub(crate) fn new(model: String, prompt: Prompt, settings: Settings) -> Self {
+        Self {
+            model,
+            prompt,
+            settings,
+            stop: Vec::new(),
+            stream: false,
+            include_usage: false,
+            include_canvas: false,
+            suffix: None,
+            n: 1,
+            lenient_sampling: false,
+            constraint_param: None,
+            tools: None,
+            echo: false,
+        }
+    }
+
     /// The generation for a model of `arch`: the settings through the library's presets and
     /// defaults. Errors name the request parameter at fault.
     pub(crate) fn generate_request(&self, arch: Arch) -> Result<GenerateRequest, ApiError> {
@@ -619,9 +650,11 @@ fn unsupported_values(b: &Body, endpoint: Endpoint) -> Result<(), ApiError> {
     match endpoint {
         Endpoint::Chat => {}
         Endpoint::Completion | Endpoint::Infill => {
-            if b.echo.is_some_and(|f| f.0) {
-                return Err(ApiError::invalid("echo", "`echo` is not supported")
-                    .with_code("unsupported_parameter"));
+            if endpoint == Endpoint::Infill && b.echo.is_some_and(|f| f.0) {
+                return Err(
+                    ApiError::invalid("echo", "`echo` is not supported on /infill")
+                        .with_code("unsupported_parameter"),
+                );
             }
             if b.best_of.is_some_and(|c| c.0 != 1) {
                 return Err(
@@ -682,7 +715,9 @@ fn logprobs(b: &Body, endpoint: Endpoint) -> Result<Option<usize>, ApiError> {
 }
 
 /// `messages`: role + content (a string, or an array of `{"type": "text", "text"}` parts).
-fn messages(list: Option<List<Message, Messages>>) -> Result<Vec<ChatMessage>, ApiError> {
+pub(crate) fn messages(
+    list: Option<List<Message, Messages>>,
+) -> Result<Vec<ChatMessage>, ApiError> {
     let Some(list) = list.map(|l| l.0) else {
         return Err(ApiError::invalid("messages", "`messages` is required"));
     };
@@ -834,34 +869,41 @@ fn past_calls(
     Ok(out)
 }
 
-/// `prompt`: a string, an array of one string, or an array of token ids.
+/// `prompt`: a string, an array of token ids, or an array of one of either (the batch form
+/// clients such as lm-evaluation-harness send with one prompt in it).
 fn completion_prompt(prompt: Option<&Value>) -> Result<Prompt, ApiError> {
     let bad = || {
         ApiError::invalid(
             "prompt",
-            "`prompt` must be a string, an array of one string, or an array of token ids",
+            "`prompt` must be a string, an array of token ids, or an array of one of either",
         )
+    };
+    let tokens = |ids: &[Value]| -> Result<Prompt, ApiError> {
+        ids.iter()
+            .map(|v| {
+                v.as_u64()
+                    .and_then(|n| u32::try_from(n).ok())
+                    .ok_or_else(bad)
+            })
+            .collect::<Result<_, _>>()
+            .map(Prompt::Tokens)
     };
     match prompt {
         None | Some(Value::Null) => Err(ApiError::invalid("prompt", "`prompt` is required")),
         Some(Value::String(s)) => Ok(Prompt::Text(s.clone())),
         Some(Value::Array(a)) => match a.as_slice() {
             [Value::String(s)] => Ok(Prompt::Text(s.clone())),
+            [Value::Array(ids)] if !ids.is_empty() && ids.iter().all(Value::is_u64) => tokens(ids),
             [] => Err(bad()),
-            ids if ids.iter().all(Value::is_u64) => Ok(Prompt::Tokens(
-                ids.iter()
-                    .map(|v| {
-                        v.as_u64()
-                            .and_then(|n| u32::try_from(n).ok())
-                            .ok_or_else(bad)
-                    })
-                    .collect::<Result<_, _>>()?,
-            )),
-            [_, _, ..] if a.iter().all(Value::is_string) => Err(ApiError::invalid(
-                "prompt",
-                "only one prompt per request is supported",
-            )
-            .with_code("unsupported_parameter")),
+            ids if ids.iter().all(Value::is_u64) => tokens(ids),
+            [_, _, ..] if a.iter().all(|v| v.is_string() || v.is_array()) => {
+                Err(ApiError::invalid(
+                    "prompt",
+                    "only one prompt per request is supported: send each prompt as its own \
+                     request (they are batched on the server)",
+                )
+                .with_code("unsupported_parameter"))
+            }
             _ => Err(bad()),
         },
         Some(_) => Err(bad()),

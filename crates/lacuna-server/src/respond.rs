@@ -285,7 +285,7 @@ fn usage(done: &[Box<Finished>]) -> Value {
 }
 
 /// Lacuna's extension: what the sampler did.
-fn diffusion_report(f: &Finished) -> Value {
+pub(crate) fn diffusion_report(f: &Finished) -> Value {
     let Some(out) = &f.output else {
         return Value::Null;
     };

@@ -186,7 +186,7 @@ pub(crate) async fn infill(
 
 /// Cancels the generation when dropped: the handler's future (or the stream) is dropped
 /// when the client goes away. Cancelling a finished generation does nothing.
-struct CancelOnDrop(CancelToken);
+pub(crate) struct CancelOnDrop(pub(crate) CancelToken);
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
@@ -213,19 +213,24 @@ async fn completion(
     }
 }
 
+/// The body, or the error that says why it could not be read (413 over the limit).
+pub(crate) fn read_body(app: &App, body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
+    body.map_err(|r| {
+        if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::too_large(app.config.max_body)
+        } else {
+            ApiError::bad_request(format!("cannot read the request body: {}", r.body_text()))
+        }
+    })
+}
+
 async fn start(
     app: &Arc<App>,
     id: &RequestId,
     body: Result<Bytes, BytesRejection>,
     endpoint: Endpoint,
 ) -> Result<Response, ApiError> {
-    let body = body.map_err(|r| {
-        if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::too_large(app.config.max_body)
-        } else {
-            ApiError::bad_request(format!("cannot read the request body: {}", r.body_text()))
-        }
-    })?;
+    let body = read_body(app, body)?;
     if app.scheduler.shutting_down() {
         return Err(ApiError::shutting_down());
     }
@@ -237,12 +242,48 @@ async fn start(
             &app.config.model_id,
         ));
     }
-    let engine = Arc::clone(app.scheduler.engine());
+    let mut request = request;
+    let bos = crate::echo::add_bos(app, &mut request.prompt);
+    if request.echo {
+        return crate::echo::respond(app, id, request, bos).await;
+    }
     let prompt_param = match endpoint {
         Endpoint::Chat => "messages",
         Endpoint::Completion => "prompt",
         Endpoint::Infill => "input_prefix",
     };
+    let Submitted {
+        request,
+        events,
+        guard,
+    } = submit(app, request, prompt_param).await?;
+    let envelope =
+        Envelope::new(endpoint, &app.config.model_id, &id.0).with_tools(request.tools.clone());
+    if request.stream {
+        Ok(stream(envelope, request, events, guard).into_response())
+    } else {
+        collect(envelope, request.n, events, guard).await
+    }
+}
+
+/// A generation handed to the scheduler.
+pub(crate) struct Submitted {
+    /// The request as prepared (a default `max_tokens` may have shrunk to fit the context).
+    pub(crate) request: ApiRequest,
+    /// The workers' events: per choice, steps then its `Done`, or one `Failed`.
+    pub(crate) events: mpsc::Receiver<Event>,
+    /// Cancels the generation when dropped (the client went away).
+    pub(crate) guard: CancelOnDrop,
+}
+
+/// Prepares every choice of `request` off the I/O threads and queues the job. The engine's
+/// refusals name `prompt_param` for the prompt and the request's constraint parameter.
+pub(crate) async fn submit(
+    app: &App,
+    request: ApiRequest,
+    prompt_param: &str,
+) -> Result<Submitted, ApiError> {
+    let engine = Arc::clone(app.scheduler.engine());
     let constraint_param = request
         .constraint_param
         .clone()
@@ -265,14 +306,11 @@ async fn start(
         cancel: cancel.clone(),
         events: tx,
     })?;
-    let guard = CancelOnDrop(cancel);
-    let envelope =
-        Envelope::new(endpoint, &app.config.model_id, &id.0).with_tools(request.tools.clone());
-    if request.stream {
-        Ok(stream(envelope, request, rx, guard).into_response())
-    } else {
-        collect(envelope, request.n, rx, guard).await
-    }
+    Ok(Submitted {
+        request,
+        events: rx,
+        guard: CancelOnDrop(cancel),
+    })
 }
 
 /// [`prepare`], then every further choice of `n` (its seed `seed + i`).

@@ -173,9 +173,9 @@ fn bad_requests_are_400_naming_the_parameter() {
     let r = post(
         s.addr,
         "/v1/completions",
-        &json!({"model": "lacuna-demo", "prompt": "x", "echo": true}),
+        &json!({"model": "lacuna-demo", "prompt": "x", "echo": true, "stream": true}),
     );
-    assert_eq!(err(&r, 400)["param"], "echo");
+    assert_eq!(err(&r, 400)["param"], "stream");
     // Completions' legacy integer `logprobs`: at most 20.
     let r = post(
         s.addr,

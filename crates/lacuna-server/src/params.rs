@@ -824,6 +824,35 @@ fn content_text(parts: Vec<Part>, param: &str) -> Result<String, ApiError> {
     Ok(text)
 }
 
+/// What every past tool call must have, whichever API wrote it (`p` is its place, e.g.
+/// `messages[2].tool_calls[0]`): `type` `function` when given, a `function` and its `name`.
+/// Gives the name.
+pub(crate) fn past_call_name(
+    p: &str,
+    kind: Option<&Text>,
+    function_name: Option<&Option<Text>>,
+) -> Result<String, ApiError> {
+    if kind.is_some_and(|k| k.0 != "function") {
+        return Err(ApiError::invalid(
+            format!("{p}.type"),
+            "only `function` tool calls are supported",
+        ));
+    }
+    let Some(name) = function_name else {
+        return Err(ApiError::invalid(
+            format!("{p}.function"),
+            format!("`{p}.function` is required"),
+        ));
+    };
+    let Some(Text(name)) = name else {
+        return Err(ApiError::invalid(
+            format!("{p}.function.name"),
+            format!("`{p}.function.name` is required"),
+        ));
+    };
+    Ok(name.clone())
+}
+
 /// An assistant message's `tool_calls`, their arguments parsed; each id and name is noted
 /// in `names`.
 fn past_calls(
@@ -834,25 +863,8 @@ fn past_calls(
     let mut out = Vec::with_capacity(calls.len());
     for (j, c) in calls.into_iter().enumerate() {
         let p = format!("{param}.tool_calls[{j}]");
-        if c.kind.as_ref().is_some_and(|k| k.0 != "function") {
-            return Err(ApiError::invalid(
-                format!("{p}.type"),
-                "only `function` tool calls are supported",
-            ));
-        }
-        let Some(f) = c.function else {
-            return Err(ApiError::invalid(
-                format!("{p}.function"),
-                format!("`{p}.function` is required"),
-            ));
-        };
-        let Some(Text(name)) = f.name else {
-            return Err(ApiError::invalid(
-                format!("{p}.function.name"),
-                format!("`{p}.function.name` is required"),
-            ));
-        };
-        let arguments = match f.arguments {
+        let name = past_call_name(&p, c.kind.as_ref(), c.function.as_ref().map(|f| &f.name))?;
+        let arguments = match c.function.and_then(|f| f.arguments) {
             None => serde_json::json!({}),
             Some(Text(a)) => serde_json::from_str(&a).map_err(|e| {
                 ApiError::invalid(

@@ -758,25 +758,9 @@ fn past_calls(
     let mut out = Vec::with_capacity(calls.len());
     for (j, c) in calls.into_iter().enumerate() {
         let p = format!("{param}.tool_calls[{j}]");
-        if c.kind.as_ref().is_some_and(|k| k.0 != "function") {
-            return Err(ApiError::invalid(
-                format!("{p}.type"),
-                "only `function` tool calls are supported",
-            ));
-        }
-        let Some(f) = c.function else {
-            return Err(ApiError::invalid(
-                format!("{p}.function"),
-                format!("`{p}.function` is required"),
-            ));
-        };
-        let Some(Text(name)) = f.name else {
-            return Err(ApiError::invalid(
-                format!("{p}.function.name"),
-                format!("`{p}.function.name` is required"),
-            ));
-        };
-        let arguments = match f.arguments {
+        let name =
+            params::past_call_name(&p, c.kind.as_ref(), c.function.as_ref().map(|f| &f.name))?;
+        let arguments = match c.function.and_then(|f| f.arguments) {
             None | Some(Value::Null) => serde_json::json!({}),
             Some(v @ Value::Object(_)) => v,
             Some(_) => {

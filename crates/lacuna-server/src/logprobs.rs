@@ -71,29 +71,32 @@ fn lp(v: f32) -> Value {
     json!(if v.is_finite() { v } else { f32::MIN })
 }
 
+/// Per token `{"token", "logprob", "bytes", "top_logprobs"}`: chat's `logprobs.content`,
+/// and Ollama's `logprobs`.
+pub(crate) fn per_token(entries: &[Entry]) -> Vec<Value> {
+    entries
+        .iter()
+        .map(|e| {
+            let top: Vec<Value> = e
+                .top
+                .iter()
+                .map(|t| json!({"token": t.text, "logprob": lp(t.logprob), "bytes": t.bytes}))
+                .collect();
+            json!({
+                "token": e.token.text,
+                "logprob": lp(e.token.logprob),
+                "bytes": e.token.bytes,
+                "top_logprobs": top,
+            })
+        })
+        .collect()
+}
+
 /// The `logprobs` object of a choice for `endpoint`; `offset` is where `entries` start in
 /// the text already sent (completions' `text_offset`).
 pub(crate) fn render(endpoint: Endpoint, entries: &[Entry], offset: usize) -> Value {
     match endpoint {
-        Endpoint::Chat => {
-            let content: Vec<Value> = entries
-                .iter()
-                .map(|e| {
-                    let top: Vec<Value> = e
-                        .top
-                        .iter()
-                        .map(|t| json!({"token": t.text, "logprob": lp(t.logprob), "bytes": t.bytes}))
-                        .collect();
-                    json!({
-                        "token": e.token.text,
-                        "logprob": lp(e.token.logprob),
-                        "bytes": e.token.bytes,
-                        "top_logprobs": top,
-                    })
-                })
-                .collect();
-            json!({"content": content, "refusal": null})
-        }
+        Endpoint::Chat => json!({"content": per_token(entries), "refusal": null}),
         Endpoint::Completion | Endpoint::Infill => {
             let mut at = offset;
             let mut text_offset = Vec::with_capacity(entries.len());

@@ -23,7 +23,7 @@ use tokio_stream::wrappers::ReceiverStream;
 
 use super::Kind;
 use crate::error::ApiError;
-use crate::logprobs::Entry;
+use crate::logprobs::{self, Entry};
 use crate::routes::CancelOnDrop;
 use crate::scheduler::{Event, Finished};
 
@@ -81,29 +81,10 @@ fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
-/// A log-probability as JSON (JSON has no -inf: the lowest f32 stands for it).
-fn lp(v: f32) -> Value {
-    json!(if v.is_finite() { v } else { f32::MIN })
-}
-
-/// Ollama's `logprobs`: per token its text, log-probability, bytes and alternatives.
+/// Ollama's `logprobs`: per token its text, log-probability, bytes and alternatives, as
+/// chat's `logprobs.content`.
 fn logprobs(entries: &[Entry]) -> Value {
-    entries
-        .iter()
-        .map(|e| {
-            let top: Vec<Value> = e
-                .top
-                .iter()
-                .map(|t| json!({"token": t.text, "logprob": lp(t.logprob), "bytes": t.bytes}))
-                .collect();
-            json!({
-                "token": e.token.text,
-                "logprob": lp(e.token.logprob),
-                "bytes": e.token.bytes,
-                "top_logprobs": top,
-            })
-        })
-        .collect()
+    Value::Array(logprobs::per_token(entries))
 }
 
 /// Ollama's answer to a request with nothing to generate: the model is loaded.
